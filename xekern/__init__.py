@@ -1,0 +1,37 @@
+"""xekern: a Python kernel language for Intel GPUs.
+
+Kernels are Python functions decorated with ``@xekern.jit`` and written at workgroup level on
+tiles (``import xekern.language as xl``). They compile through XeGPU-level IR with layouts, LLVM
+IR (llvmlite) and SPIR-V, and run through dpctl: on Intel GPUs with Level Zero, and anywhere
+on Intel's OpenCL CPU runtime.
+"""
+__version__ = "0.1.0"
+
+from . import knobs  # noqa: E402
+from .errors import CacheWarning, CompilationError, LaunchError, XekernError  # noqa: E402
+from .runtime import device as _device  # noqa: E402
+
+_device.ensure_icd()  # before anything loads dpctl
+
+from . import language  # noqa: E402
+from .ir.layout import Layout, SliceLayout  # noqa: E402
+from .ir.types import PointerType  # noqa: E402
+from .runtime.arrays import DeviceArray, empty, to_device  # noqa: E402
+from .runtime.device import synchronize, target_for  # noqa: E402
+from .runtime.jit import JITFunction, Launch, cdiv, jit  # noqa: E402
+from .targets import TARGETS as targets  # noqa: E402
+from .targets import Target, get_target  # noqa: E402
+
+from .lowering import llvm as _llvm  # noqa: E402
+
+_llvm.prestart()  # load LLVM in a worker process while the user's program starts
+
+
+def pointer(dtype, space: str = "global") -> PointerType:
+    """The type of a pointer argument, for offline compilation signatures: ``xk.pointer(xl.bfloat16)``."""
+    return PointerType(dtype, space)
+
+
+__all__ = ["jit", "JITFunction", "Launch", "cdiv", "CompilationError", "LaunchError", "XekernError",
+           "CacheWarning", "Layout", "SliceLayout", "DeviceArray", "to_device", "empty", "synchronize",
+           "targets", "target_for", "Target", "get_target", "pointer", "language", "knobs", "__version__"]

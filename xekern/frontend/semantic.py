@@ -1,0 +1,424 @@
+"""The semantic layer: checks types and shapes of kernel operations and builds workgroup IR.
+
+Builtins in ``xekern.language`` only unwrap their arguments and call into this class. Type
+rules follow Triton's so that ported kernels behave the same: Python numbers are "weak" and
+take the other operand's type, mixed ints promote C-style, integer ``//`` and ``%`` truncate
+toward zero, ``/`` on integers gives float32, and shapes broadcast NumPy-style.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence
+
+from .. import ir
+from ..ir import types as T
+from ..ir.types import DType, PointerType, VectorType
+from ..language.core import pointer_tile, tensor, unwrap
+
+
+class SemanticError(Exception):
+    """A user mistake found while building IR; the frontend adds the source location."""
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _np_dtype_name(d) -> str:
+    return d.user_name if isinstance(d, DType) else str(d)
+
+
+class ArithSemantic:
+    """Scalars and tiles: constants, casts, broadcasting, arithmetic, comparisons, math."""
+
+    def __init__(self, builder: ir.Builder, options):
+        self.b = builder
+        self.options = options
+
+    # ---- building blocks ------------------------------------------------------------------
+    def op(self, cls, *args, **kw) -> tensor:
+        return tensor(self.b(cls, *args, **kw))
+
+    def const(self, value, dtype: DType, shape=()) -> tensor:
+        if dtype.is_bool:
+            value = bool(value)
+        elif dtype.is_int:
+            value = int(value)
+            lo, hi = (-(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1) if dtype.is_signed else \
+                (0, (1 << dtype.bits) - 1)
+            if not lo <= value <= hi:
+                value = ((value - lo) % (1 << dtype.bits)) + lo  # wrap like C
+        else:
+            value = float(value)
+        t = VectorType(tuple(shape), dtype) if shape else dtype
+        return self.op(ir.ConstantOp, value, t)
+
+    @staticmethod
+    def python_dtype(value) -> DType:
+        if isinstance(value, bool):
+            return T.int1
+        if isinstance(value, int):
+            if -(1 << 31) <= value < (1 << 31):
+                return T.int32
+            if -(1 << 63) <= value < (1 << 63):
+                return T.int64
+            if 0 <= value < (1 << 64):
+                return T.uint64
+            raise SemanticError(f"integer constant {value} does not fit in 64 bits")
+        if isinstance(value, float):
+            return T.float32
+        raise SemanticError(f"{type(value).__name__} value {value!r} cannot be used as a kernel value "
+                            f"(only numbers, tensors and pointers can)")
+
+    def to_tensor(self, x, hint: Optional[DType] = None) -> tensor:
+        """``x`` as a tensor; a Python number becomes a constant (of ``hint`` when given)."""
+        x = unwrap(x)
+        if isinstance(x, tensor):
+            return x
+        if isinstance(x, pointer_tile):
+            raise SemanticError("a tile of pointers cannot be used as a number here")
+        if isinstance(x, (bool, int, float)):
+            return self.const(x, hint or self.python_dtype(x))
+        raise SemanticError(f"expected a tensor or a number, got {type(x).__name__} {x!r}")
+
+    # ---- shapes ---------------------------------------------------------------------------------
+    def check_shape(self, shape: Sequence[int], what: str = "tile") -> tuple:
+        shape = tuple(unwrap(s) for s in shape)
+        for s in shape:
+            if not isinstance(s, int) or isinstance(s, bool):
+                raise SemanticError(f"{what} shape {list(shape)} must be compile-time integers "
+                                    f"(declare the sizes as xl.constexpr)")
+            if not _is_pow2(s):
+                raise SemanticError(f"{what} shape {list(shape)}: every dimension must be a power of 2")
+        return shape
+
+    def splat(self, x: tensor, shape) -> tensor:
+        if x.shape == tuple(shape):
+            return x
+        if x.is_tile:
+            return self.broadcast_to(x, shape)
+        return self.op(ir.BroadcastOp, x.handle, VectorType(tuple(shape), x.dtype))
+
+    def expand_dims(self, x: tensor, axis: int) -> tensor:
+        x = self.to_tensor(x)
+        rank = len(x.shape) + 1
+        axis = unwrap(axis)
+        if axis < 0:
+            axis += rank
+        if not 0 <= axis < rank:
+            raise SemanticError(f"axis {axis} is out of range for a result of rank {rank}")
+        shape = x.shape[:axis] + (1,) + x.shape[axis:]
+        return self.op(ir.ShapeCastOp, x.handle, VectorType(shape, x.dtype))
+
+    def reshape(self, x: tensor, shape) -> tensor:
+        shape = tuple(shape)
+        if [d for d in x.shape if d != 1] != [d for d in shape if d != 1]:
+            raise SemanticError(f"reshape {list(x.shape)} -> {list(shape)}: only adding or removing "
+                                f"size-1 dimensions is supported")
+        if shape == x.shape:
+            return x
+        if not shape:
+            return self.op(ir.ShapeCastOp, x.handle, x.dtype)
+        if not x.is_tile:
+            x = self.splat(x, (1,))
+        return self.op(ir.ShapeCastOp, x.handle, VectorType(shape, x.dtype))
+
+    def broadcast_to(self, x: tensor, shape) -> tensor:
+        x = self.to_tensor(x)
+        shape = tuple(shape)
+        if x.shape == shape:
+            return x
+        if not x.is_tile:
+            return self.op(ir.BroadcastOp, x.handle, VectorType(shape, x.dtype))
+        if len(x.shape) > len(shape):
+            raise SemanticError(f"cannot broadcast shape {list(x.shape)} to {list(shape)}")
+        while len(x.shape) < len(shape):
+            x = self.expand_dims(x, 0)
+        for a, b in zip(x.shape, shape):
+            if a != b and a != 1:
+                raise SemanticError(f"cannot broadcast shape {list(x.shape)} to {list(shape)}: "
+                                    f"dimensions {a} and {b} differ")
+        return self.op(ir.BroadcastOp, x.handle, VectorType(shape, x.dtype))
+
+    @staticmethod
+    def broadcast_shapes(a, b) -> tuple:
+        ra, rb = list(a), list(b)
+        while len(ra) < len(rb):
+            ra.insert(0, 1)
+        while len(rb) < len(ra):
+            rb.insert(0, 1)
+        out = []
+        for x, y in zip(ra, rb):
+            if x != y and 1 not in (x, y):
+                raise SemanticError(f"incompatible shapes {list(a)} and {list(b)} (dimensions {x} and {y})")
+            out.append(max(x, y))
+        return tuple(out)
+
+    def broadcast_pair(self, a: tensor, b: tensor):
+        if a.shape == b.shape:
+            return a, b
+        shape = self.broadcast_shapes(a.shape, b.shape)
+        return self.broadcast_to(a, shape), self.broadcast_to(b, shape)
+
+    # ---- types ----------------------------------------------------------------------------------
+    @staticmethod
+    def promote(a: DType, b: DType, div_or_mod: bool = False) -> DType:
+        """Triton's computation type of ``a <op> b``."""
+        if a == b and not (div_or_mod and a in (T.float16, T.bfloat16)):
+            return a
+        if T.float64 in (a, b):
+            return T.float64
+        if T.float32 in (a, b):
+            return T.float32
+        if a.is_floating or b.is_floating:
+            fa = a if a.is_floating else b
+            fb = b if b.is_floating else a
+            if fa.is_floating and fb.is_floating and fa != fb:
+                return T.float32
+            return T.float32 if div_or_mod else fa
+        if a.is_bool and b.is_bool:
+            return T.int1
+        if a.is_bool:
+            return b
+        if b.is_bool:
+            return a
+        if a.is_signed == b.is_signed:
+            return a if a.bits >= b.bits else b
+        s, u = (a, b) if a.is_signed else (b, a)
+        return u if u.bits >= s.bits else s
+
+    def _weak_operands(self, a, b):
+        """Tensors for ``a`` and ``b``; a Python number takes the other side's type where it fits."""
+        a, b = unwrap(a), unwrap(b)
+        ta = a if isinstance(a, tensor) else None
+        tb = b if isinstance(b, tensor) else None
+        if ta is None and tb is None:
+            return self.to_tensor(a), self.to_tensor(b)
+        if ta is None:
+            return self._weak(a, tb.dtype), tb
+        if tb is None:
+            return ta, self._weak(b, ta.dtype)
+        return ta, tb
+
+    def _weak(self, v, other: DType) -> tensor:
+        if isinstance(v, bool):
+            return self.const(v, T.int1 if other.is_bool else other)
+        if isinstance(v, int) and not other.is_bool:
+            if other.is_floating:
+                return self.const(v, other)
+            lo, hi = (-(1 << (other.bits - 1)), (1 << (other.bits - 1)) - 1) if other.is_signed else \
+                (0, (1 << other.bits) - 1)
+            if lo <= v <= hi:
+                return self.const(v, other)
+            return self.to_tensor(v)
+        if isinstance(v, float) and other.is_floating:
+            return self.const(v, other)
+        return self.to_tensor(v)
+
+    def cast(self, x, dtype, bitcast: bool = False) -> tensor:
+        """``x.to(dtype)``."""
+        x = self.to_tensor(x)
+        if not isinstance(dtype, DType):
+            raise SemanticError(f"to() needs an xl dtype such as xl.float32, got {dtype!r}")
+        src = x.dtype
+        if isinstance(src, PointerType):
+            raise SemanticError("pointers cannot be converted with to()")
+        if src == dtype:
+            return x
+        if bitcast:
+            if src.bits != dtype.bits:
+                raise SemanticError(f"bitcast needs equal widths: {src.user_name} has {src.bits} bits, "
+                                    f"{dtype.user_name} has {dtype.bits}")
+            return self.op(ir.CastOp, "bitcast", x.handle, dtype)
+        if dtype.is_bool:
+            return self.compare("ne", x, 0)
+        kind = ir.cast_kind(src, dtype)
+        if kind == "viaf32":
+            return self.cast(self.cast(x, T.float32), dtype)
+        if src.is_bool and dtype.is_floating:
+            kind = "uitofp"
+        return self.op(ir.CastOp, kind, x.handle, dtype)
+
+    # ---- arithmetic -----------------------------------------------------------------------------
+    _INT_KIND = {"add": "addi", "sub": "subi", "mul": "muli", "and": "andi", "or": "ori", "xor": "xori",
+                 "lshift": "shli"}
+    _FLOAT_KIND = {"add": "addf", "sub": "subf", "mul": "mulf"}
+
+    def binary(self, opname: str, a, b) -> tensor:
+        """``a <opname> b`` for opname in add sub mul truediv floordiv mod and or xor lshift rshift pow."""
+        ua, ub = unwrap(a), unwrap(b)
+        if isinstance(ua, pointer_tile) or isinstance(ub, pointer_tile) or self._is_ptr(ua) or self._is_ptr(ub):
+            return self.pointer_arith(opname, ua, ub)
+        div_or_mod = opname in ("truediv", "floordiv", "mod")
+        ta, tb = self._weak_operands(ua, ub)
+        dt = self.promote(ta.dtype, tb.dtype, div_or_mod)
+        if opname == "truediv" and dt.is_int:
+            dt = T.float32
+        if opname in ("and", "or", "xor", "lshift", "rshift") and dt.is_floating:
+            raise SemanticError(f"bitwise '{opname}' needs integer operands, got "
+                                f"{_np_dtype_name(ta.dtype)} and {_np_dtype_name(tb.dtype)}")
+        ta, tb = self.cast(ta, dt), self.cast(tb, dt)
+        ta, tb = self.broadcast_pair(ta, tb)
+        return self._binary_same(opname, ta, tb, dt)
+
+    def _binary_same(self, opname: str, ta: tensor, tb: tensor, dt: DType) -> tensor:
+        h = (ta.handle, tb.handle)
+        if opname == "pow":
+            if not dt.is_floating:
+                raise SemanticError("** needs floating-point operands; convert with .to(xl.float32)")
+            return self.op(ir.BinaryOp, "powf", *h)
+        if dt.is_floating:
+            if opname in self._FLOAT_KIND:
+                return self.op(ir.BinaryOp, self._FLOAT_KIND[opname], *h)
+            if opname == "truediv":
+                return self.op(ir.BinaryOp, "divf", *h)
+            if opname == "floordiv":
+                return self.op(ir.UnaryOp, "floor", self.op(ir.BinaryOp, "divf", *h).handle)
+            if opname == "mod":
+                return self.op(ir.BinaryOp, "remf", *h)
+        else:
+            if opname in self._INT_KIND:
+                return self.op(ir.BinaryOp, self._INT_KIND[opname], *h)
+            signed = dt.is_signed
+            if opname == "floordiv":
+                return self.op(ir.BinaryOp, "divsi" if signed else "divui", *h)
+            if opname == "mod":
+                return self.op(ir.BinaryOp, "remsi" if signed else "remui", *h)
+            if opname == "rshift":
+                return self.op(ir.BinaryOp, "shrsi" if signed else "shrui", *h)
+        raise SemanticError(f"operator '{opname}' is not supported for {_np_dtype_name(dt)}")
+
+    _CMP = {"lt": ("olt", "slt", "ult"), "le": ("ole", "sle", "ule"), "gt": ("ogt", "sgt", "ugt"),
+            "ge": ("oge", "sge", "uge"), "eq": ("oeq", "eq", "eq"), "ne": ("une", "ne", "ne")}
+
+    def compare(self, opname: str, a, b) -> tensor:
+        ua, ub = unwrap(a), unwrap(b)
+        if isinstance(ua, pointer_tile) or isinstance(ub, pointer_tile) or self._is_ptr(ua) or self._is_ptr(ub):
+            raise SemanticError("pointers cannot be compared; compare their offsets instead")
+        ta, tb = self._weak_operands(ua, ub)
+        dt = self.promote(ta.dtype, tb.dtype)
+        ta, tb = self.broadcast_pair(self.cast(ta, dt), self.cast(tb, dt))
+        f, s, u = self._CMP[opname]
+        pred = f if dt.is_floating else (s if dt.is_signed else u)
+        return self.op(ir.CmpOp, pred, ta.handle, tb.handle)
+
+    def unary(self, opname: str, x) -> tensor:
+        x = self.to_tensor(x)
+        dt = x.dtype
+        if isinstance(dt, PointerType):
+            raise SemanticError(f"unary '{opname}' does not apply to pointers")
+        if opname == "neg":
+            if dt.is_floating:
+                return self.op(ir.UnaryOp, "negf", x.handle)
+            return self.binary("sub", self.const(0, dt, x.shape), x)
+        if opname == "pos":
+            return x
+        if opname == "invert":
+            if dt.is_floating:
+                raise SemanticError("~ needs an integer or boolean operand")
+            return self.binary("xor", x, self.const(-1 if not dt.is_bool else 1, dt, x.shape))
+        if opname == "not":
+            return self.compare("eq", x, 0) if not dt.is_bool else self.binary("xor", x, True)
+        raise SemanticError(f"unsupported unary operator {opname}")
+
+    def logical(self, opname: str, a, b) -> tensor:
+        """``and`` / ``or`` on scalar conditions (both sides are evaluated)."""
+        ta, tb = self.to_tensor(a), self.to_tensor(b)
+        if ta.is_tile or tb.is_tile:
+            raise SemanticError(f"'{opname}' on tiles is ambiguous; use '&' or '|' for elementwise logic")
+        return self.binary(opname, self.cast(ta, T.int1), self.cast(tb, T.int1))
+
+    def where(self, cond, a, b) -> tensor:
+        ua, ub = unwrap(a), unwrap(b)
+        c = self.to_tensor(cond)
+        if isinstance(ua, pointer_tile) or isinstance(ub, pointer_tile):
+            return self.pointer_where(c, ua, ub)
+        if c.dtype != T.int1:
+            c = self.cast(c, T.int1)
+        ta, tb = self._weak_operands(ua, ub)
+        dt = self.promote(ta.dtype, tb.dtype)
+        ta, tb = self.cast(ta, dt), self.cast(tb, dt)
+        shape = self.broadcast_shapes(self.broadcast_shapes(ta.shape, tb.shape), c.shape)
+        ta, tb, c = self.broadcast_to(ta, shape), self.broadcast_to(tb, shape), self.broadcast_to(c, shape)
+        return self.op(ir.SelectOp, c.handle, ta.handle, tb.handle)
+
+    _MATH_FLOAT_ONLY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "floor",
+                        "ceil", "erf"}
+
+    def math(self, fn: str, x) -> tensor:
+        x = self.to_tensor(x)
+        dt = x.dtype
+        if fn == "abs":
+            if dt.is_floating:
+                return self.op(ir.UnaryOp, "absf", x.handle)
+            if dt.is_signed:
+                return self.op(ir.UnaryOp, "absi", x.handle)
+            return x
+        if fn in self._MATH_FLOAT_ONLY:
+            if not dt.is_floating:
+                x = self.cast(x, T.float32)
+            if x.dtype in (T.float16, T.bfloat16) and fn not in ("floor", "ceil"):
+                # compute in f32 like Triton's libdevice path; round the result back
+                return self.cast(self.op(ir.UnaryOp, fn, self.cast(x, T.float32).handle), x.dtype)
+            return self.op(ir.UnaryOp, fn, x.handle)
+        raise SemanticError(f"unknown math function {fn}")
+
+    def minmax(self, kind: str, a, b, propagate_nan: bool = False) -> tensor:
+        ta, tb = self._weak_operands(a, b)
+        dt = self.promote(ta.dtype, tb.dtype)
+        ta, tb = self.broadcast_pair(self.cast(ta, dt), self.cast(tb, dt))
+        if dt.is_floating:
+            k = ("maximumf" if kind == "max" else "minimumf") if propagate_nan else \
+                ("maxnumf" if kind == "max" else "minnumf")
+        else:
+            k = ("max" if kind == "max" else "min") + ("si" if dt.is_signed else "ui")
+        return self.op(ir.BinaryOp, k, ta.handle, tb.handle)
+
+    def fma(self, a, b, c) -> tensor:
+        ta, tb, tc = self.to_tensor(a), self.to_tensor(b), self.to_tensor(c)
+        dt = self.promote(self.promote(ta.dtype, tb.dtype), tc.dtype)
+        if not dt.is_floating:
+            raise SemanticError("fma needs floating-point operands")
+        shape = self.broadcast_shapes(self.broadcast_shapes(ta.shape, tb.shape), tc.shape)
+        ts = [self.broadcast_to(self.cast(t, dt), shape) for t in (ta, tb, tc)]
+        return self.op(ir.FmaOp, *[t.handle for t in ts])
+
+    # ---- pointers -------------------------------------------------------------------------------
+    @staticmethod
+    def _is_ptr(v) -> bool:
+        return isinstance(v, tensor) and isinstance(v.dtype, PointerType)
+
+    def pointer_arith(self, opname: str, a, b):
+        if opname not in ("add", "sub"):
+            raise SemanticError(f"pointers support only + and - with integers, not '{opname}'")
+        if isinstance(b, pointer_tile) or self._is_ptr(b):
+            if opname == "sub" or isinstance(a, pointer_tile) or self._is_ptr(a):
+                raise SemanticError("pointer - pointer and pointer + pointer are not supported")
+            a, b = b, a
+        off = self.to_tensor(b)
+        if not off.dtype.is_int or off.dtype.is_bool:
+            raise SemanticError(f"a pointer offset must be an integer, got {_np_dtype_name(off.dtype)}")
+        if opname == "sub":
+            off = self.unary("neg", off)
+        if isinstance(a, pointer_tile):
+            return pointer_tile(a.base, self.binary("add", a.offsets, off))
+        if off.is_tile:
+            return pointer_tile(a, off)
+        return self.op(ir.AddPtrOp, a.handle, off.handle)
+
+    def pointer_where(self, c: tensor, a, b):
+        pa = a if isinstance(a, pointer_tile) else None
+        pb = b if isinstance(b, pointer_tile) else None
+        if pa is None or pb is None or pa.base.handle is not pb.base.handle:
+            raise SemanticError("xl.where on pointers needs two tiles of pointers into the same base "
+                                "pointer; select the offsets instead")
+        return pointer_tile(pa.base, self.where(c, pa.offsets, pb.offsets))
+
+    def pointer_tile_of(self, p) -> pointer_tile:
+        """``p`` as base + offsets; a scalar pointer becomes a one-element tile."""
+        p = unwrap(p)
+        if isinstance(p, pointer_tile):
+            return p
+        if self._is_ptr(p):
+            return pointer_tile(p, self.const(0, T.int32, (1,)))
+        raise SemanticError(f"expected a pointer or a tile of pointers, got {p!r}")

@@ -1,0 +1,294 @@
+"""Semantic rules for memory: pointer-tile loads/stores and atomics (scattered ops), tensor
+descriptors (nd block ops), shared local memory (mem_desc), barriers and fences."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ir
+from ..ir import types as T
+from ..ir.types import DType, MemDescType, PointerType, TensorDescType, VectorType
+from ..language.core import mem_desc, nbarrier, pointer_tile, tensor, tensor_descriptor, unwrap
+from .semantic import SemanticError
+
+# Triton's cache modifiers mapped to XeGPU cache hints (L1, L3)
+_CACHE_MODIFIERS = {"": {}, ".ca": {"l1_hint": "cached", "l3_hint": "cached"},
+                    ".cg": {"l1_hint": "uncached", "l3_hint": "cached"},
+                    ".cs": {"l1_hint": "streaming", "l3_hint": "streaming"},
+                    ".cv": {"l1_hint": "uncached", "l3_hint": "uncached"},
+                    ".wb": {"l1_hint": "write_back", "l3_hint": "write_back"},
+                    ".wt": {"l1_hint": "write_through", "l3_hint": "write_through"}}
+
+ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
+
+
+class MemorySemantic:
+    def hints(self, cache_modifier="", l1=None, l2=None, l3=None) -> dict:
+        cm = unwrap(cache_modifier) or ""
+        if cm not in _CACHE_MODIFIERS:
+            raise SemanticError(f"unknown cache_modifier {cm!r}; use one of {sorted(_CACHE_MODIFIERS)}")
+        h = dict(_CACHE_MODIFIERS[cm])
+        for k, v in (("l1_hint", l1), ("l2_hint", l2), ("l3_hint", l3)):
+            v = unwrap(v)
+            if v is not None:
+                h[k] = v
+        from ..ir.ops_xegpu import CACHE_HINTS
+        for k, v in h.items():
+            if v not in CACHE_HINTS:
+                raise SemanticError(f"{k}={v!r} is not a cache hint; use one of "
+                                    f"{sorted(x for x in CACHE_HINTS if x)}")
+        return h
+
+    # ---- pointer tiles: create_tdesc + load_gather / store_scatter --------------------------------
+    def _mask(self, mask, shape) -> tensor:
+        if mask is None:
+            return self.const(True, T.int1, shape)
+        m = self.to_tensor(mask)
+        if m.dtype != T.int1:
+            raise SemanticError(f"mask must be a boolean tile (e.g. offs < n), got {m.dtype!r}")
+        return self.broadcast_to(m, shape)
+
+    def _scatter_desc(self, p: pointer_tile, shape, chunk: int = 1) -> tensor:
+        offs = self.broadcast_to(p.offsets, shape)
+        if not offs.dtype.is_int or offs.dtype.is_bool:
+            raise SemanticError("pointer offsets must be integers")
+        ptr_t: PointerType = p.base.dtype
+        td = TensorDescType(tuple(shape), ptr_t.elem, scattered=True, chunk_size=chunk,
+                            memory_scope="slm" if ptr_t.space == "slm" else "global")
+        return self.op(ir.CreateTDescOp, p.base.handle, offs.handle, td)
+
+    def _access_shape(self, p: pointer_tile, *others) -> tuple:
+        shape = p.shape
+        for o in others:
+            o = unwrap(o)
+            if isinstance(o, tensor):
+                shape = self.broadcast_shapes(shape, o.shape)
+        return shape
+
+    def load(self, ptr, mask=None, other=None, hints=None, volatile=False):
+        """``xl.load(ptrs, mask, other)``: masked-off elements read ``other`` (zero if absent)."""
+        scalar = not isinstance(unwrap(ptr), pointer_tile)
+        p = self.pointer_tile_of(ptr)
+        elem = p.dtype.elem
+        shape = self._access_shape(p, mask, other) if not scalar else (1,)
+        if scalar and isinstance(unwrap(mask), tensor) and unwrap(mask).is_tile:
+            raise SemanticError("a scalar pointer takes a scalar mask")
+        m = self._mask(mask, shape)
+        oth = None
+        if other is not None:
+            oth = self.broadcast_to(self.cast(self.to_tensor(other, elem), elem), shape)
+        td = self._scatter_desc(p, shape)
+        r = self.op(ir.LoadGatherOp, td.handle, m.handle, VectorType(shape, elem),
+                    oth.handle if oth is not None else None, hints=hints)
+        if volatile:
+            r.handle.owner.attrs["volatile"] = True
+        return self.reshape(r, ()) if scalar else r
+
+    def store(self, ptr, value, mask=None, hints=None):
+        """``xl.store(ptrs, value, mask)``: masked-off elements are not written."""
+        scalar = not isinstance(unwrap(ptr), pointer_tile)
+        p = self.pointer_tile_of(ptr)
+        elem = p.dtype.elem
+        v = self.to_tensor(value, elem)
+        if scalar and v.is_tile:
+            raise SemanticError(f"storing a tile of shape {list(v.shape)} through a scalar pointer; "
+                                f"add offsets (ptr + xl.arange(...)) to address a tile")
+        shape = self._access_shape(p, mask, v) if not scalar else (1,)
+        if v.is_tile and len(v.shape) > len(shape):
+            raise SemanticError(f"value of shape {list(v.shape)} does not fit pointers of shape {list(shape)}")
+        v = self.broadcast_to(self.cast(v, elem), shape)
+        m = self._mask(mask, shape)
+        td = self._scatter_desc(p, shape)
+        self.b.create(ir.StoreScatterOp, v.handle, td.handle, m.handle, hints=hints)
+
+    def atomic(self, kind: str, ptr, val, mask=None, cmp=None, sem=None, scope=None):
+        """``xl.atomic_<kind>(ptrs, val, mask)``: returns the old values."""
+        if kind not in ATOMIC_KINDS:
+            raise SemanticError(f"unknown atomic {kind}")
+        for name, v, ok in (("sem", sem, (None, "relaxed", "acq_rel", "acquire", "release")),
+                            ("scope", scope, (None, "gpu", "cta", "sys"))):
+            if unwrap(v) not in ok:
+                raise SemanticError(f"atomic {name}={unwrap(v)!r} is not one of {[x for x in ok if x]}")
+        scalar = not isinstance(unwrap(ptr), pointer_tile)
+        p = self.pointer_tile_of(ptr)
+        elem = p.dtype.elem
+        v = self.to_tensor(val, elem)
+        shape = self._access_shape(p, mask, v, cmp) if not scalar else (1,)
+        if elem.bits not in (32, 64) and not (elem.is_floating and elem.bits == 16 and kind == "add"):
+            raise SemanticError(f"atomic_{kind} needs 32- or 64-bit elements, got {elem.user_name}")
+        if elem.is_floating and kind in ("and", "or", "xor"):
+            raise SemanticError(f"atomic_{kind} needs integer elements, got {elem.user_name}")
+        v = self.broadcast_to(self.cast(v, elem), shape)
+        m = self._mask(mask, shape)
+        c = None
+        if kind == "cas":
+            c = self.broadcast_to(self.cast(self.to_tensor(cmp, elem), elem), shape)
+        td = self._scatter_desc(p, shape)
+        r = self.op(ir.AtomicRMWOp, kind, td.handle, v.handle, m.handle, c.handle if c is not None else None)
+        r.handle.owner.attrs.update(sem=unwrap(sem) or "acq_rel", scope=unwrap(scope) or "gpu")
+        return self.reshape(r, ()) if scalar else r
+
+    # ---- tensor descriptors: create_nd_tdesc + load_nd / store_nd / prefetch_nd -------------------
+    def _index(self, v, what: str) -> tensor:
+        t = self.to_tensor(v, T.int32)
+        if t.is_tile or not t.dtype.is_int or t.dtype.is_bool:
+            raise SemanticError(f"{what} must be integer scalars, got {t.type}")
+        return self.cast(t, T.int32) if t.dtype != T.int32 else t
+
+    def _index_list(self, vals, rank: int, what: str):
+        vals = unwrap(vals)
+        if not isinstance(vals, (tuple, list)):
+            vals = (vals,)
+        if len(vals) != rank:
+            raise SemanticError(f"{what} needs {rank} values, got {len(vals)}")
+        return [self._index(v, what) for v in vals]
+
+    def make_tensor_descriptor(self, base, shape, strides, block_shape, layout=None, array_length=1,
+                               boundary_check=True, memory_scope="global"):
+        base = unwrap(base)
+        if not self._is_ptr(base):
+            raise SemanticError(f"make_tensor_descriptor needs a pointer argument as base, got {base!r}")
+        block = self.check_shape(unwrap(block_shape), "block")
+        rank = len(block)
+        if rank not in (1, 2):
+            raise SemanticError(f"tensor descriptors are 1-D or 2-D, got block_shape {list(block)}")
+        shp = self._index_list(shape, rank, "shape")
+        strides = unwrap(strides)
+        if not isinstance(strides, (tuple, list)) or len(strides) != rank:
+            raise SemanticError(f"strides needs {rank} values")
+        if unwrap(strides[-1]) != 1:
+            raise SemanticError("the innermost stride must be the constant 1 (XeGPU block loads read rows "
+                                "of contiguous elements); describe a transposed matrix with its own strides "
+                                "and load it with transpose=True")
+        std = [self._index(s, "strides") for s in strides]
+        zero = [self.const(0, T.int32) for _ in range(rank)]
+        layout = self.check_layout(unwrap(layout), block)
+        al = unwrap(array_length)
+        if al not in (1, 2, 4):
+            raise SemanticError(f"array_length must be 1, 2 or 4, got {al}")
+        td = TensorDescType(block, base.dtype.elem, array_length=1, boundary_check=bool(unwrap(boundary_check)),
+                            memory_scope=unwrap(memory_scope))
+        h = self.b(ir.CreateNdTDescOp, base.handle, [s.handle for s in shp], [s.handle for s in std],
+                   [z.handle for z in zero], td)
+        if layout is not None:
+            h.owner.attrs["layout"] = layout
+        if al != 1:
+            h.owner.attrs["array_length"] = al
+        return tensor_descriptor(h)
+
+    def _offsets(self, d: tensor_descriptor, offsets):
+        rank = len(d.type.shape)
+        if offsets is None:
+            return [self.const(0, T.int32).handle for _ in range(rank)]
+        return [o.handle for o in self._index_list(offsets, rank, "offsets")]
+
+    def load_nd(self, d: tensor_descriptor, offsets, transpose=False, packed=None, transpose_bit_width=None,
+                layout=None, hints=None, padding_option="zero"):
+        if padding_option not in ("zero", None, ""):
+            raise SemanticError(f"padding_option {padding_option!r}: descriptor loads pad with zero")
+        shape = d.type.value_shape
+        perm = None
+        if transpose:
+            if len(shape) != 2:
+                raise SemanticError("transpose needs a 2-D descriptor")
+            perm = (1, 0)
+            shape = (shape[1], shape[0])
+        layout = self.check_layout(layout, shape)
+        r = self.op(ir.LoadNdOp, d.handle, self._offsets(d, offsets), VectorType(tuple(shape), d.dtype),
+                    transpose=perm, packed=bool(packed), transpose_bit_width=transpose_bit_width, hints=hints)
+        if layout is not None:
+            r.handle.owner.attrs["layout"] = layout
+        return r
+
+    def store_nd(self, d: tensor_descriptor, offsets, value, hints=None):
+        v = self.to_tensor(value, d.dtype)
+        shape = d.type.value_shape
+        if v.is_tile and v.shape != tuple(shape):
+            raise SemanticError(f"storing a tile of shape {list(v.shape)} through a descriptor with block "
+                                f"{list(shape)}")
+        v = self.broadcast_to(self.cast(v, d.dtype), shape)
+        self.b.create(ir.StoreNdOp, v.handle, d.handle, self._offsets(d, offsets), hints=hints)
+
+    def prefetch_nd(self, d: tensor_descriptor, offsets, hints=None):
+        self.b.create(ir.PrefetchNdOp, d.handle, self._offsets(d, offsets), hints=hints)
+
+    def advance_nd(self, d: tensor_descriptor, deltas):
+        return d.rebuild([self.b(ir.UpdateNdOffsetOp, d.handle, self._offsets(d, deltas))])
+
+    # ---- shared local memory ----------------------------------------------------------------------
+    def alloc_slm(self, shape, dtype, block=None, strides=None) -> mem_desc:
+        shape = tuple(unwrap(s) for s in (unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,)))
+        if not all(isinstance(s, int) and s > 0 for s in shape):
+            raise SemanticError(f"SLM shape {list(shape)} must be positive compile-time integers")
+        dtype = unwrap(dtype)
+        if not isinstance(dtype, DType):
+            raise SemanticError(f"dtype must be an xl dtype, got {dtype!r}")
+        blk = tuple(unwrap(block)) if block is not None else None
+        std = tuple(unwrap(strides)) if strides is not None else None
+        t = MemDescType(shape, dtype, strides=std, block=blk)
+        if blk is not None and (len(blk) != len(shape) or any(s % b for s, b in zip(shape, blk))):
+            raise SemanticError(f"block {list(blk)} must tile the matrix {list(shape)} (RFC: @block divides "
+                                f"the shape)")
+        limit = self.options.target.slm_bytes
+        self.slm_bytes = getattr(self, "slm_bytes", 0) + t.nbytes
+        if self.slm_bytes > limit:
+            raise SemanticError(f"shared local memory use {self.slm_bytes} bytes exceeds the "
+                                f"{self.options.target.name} limit of {limit} bytes per workgroup")
+        return mem_desc(self.b(ir.CreateMemDescOp, t))
+
+    def load_matrix(self, m: mem_desc, offsets, shape, layout=None, subgroup_block_io=False):
+        rank = len(m.shape)
+        shape = tuple(shape) if shape is not None else tuple(m.shape)
+        self.check_shape(shape)
+        layout = self.check_layout(layout, shape)
+        offs = [o.handle for o in self._index_list(offsets, rank, "offsets")]
+        r = self.op(ir.LoadMatrixOp, m.handle, offs, VectorType(shape, m.dtype),
+                    subgroup_block_io=bool(subgroup_block_io))
+        if layout is not None:
+            r.handle.owner.attrs["layout"] = layout
+        return r
+
+    def store_matrix(self, m: mem_desc, offsets, value, subgroup_block_io=False):
+        v = self.cast(self.to_tensor(value, m.dtype), m.dtype)
+        if not v.is_tile:
+            raise SemanticError("store_matrix stores a tile")
+        offs = [o.handle for o in self._index_list(offsets, len(m.shape), "offsets")]
+        self.b.create(ir.StoreMatrixOp, v.handle, m.handle, offs, subgroup_block_io=bool(subgroup_block_io))
+
+    # ---- synchronization --------------------------------------------------------------------------
+    def barrier(self):
+        self.b.create(ir.BarrierOp)
+
+    def fence(self, scope="workgroup", memory_kind="global"):
+        scope, kind = unwrap(scope), unwrap(memory_kind)
+        if scope not in ("workgroup", "gpu"):
+            raise SemanticError(f"fence scope must be 'workgroup' or 'gpu', got {scope!r}")
+        if kind not in ("global", "shared"):
+            raise SemanticError(f"fence memory_kind must be 'global' or 'shared', got {kind!r}")
+        self.b.create(ir.FenceOp, scope, kind)
+
+    def alloc_nbarrier(self, count):
+        count = unwrap(count)
+        limit = self.options.target.named_barriers
+        if not isinstance(count, int) or not 1 <= count <= limit:
+            raise SemanticError(f"alloc_nbarrier({count!r}): the count must be a compile-time integer in "
+                                f"1..{limit} on {self.options.target.name}")
+        self.nbarrier_count = count
+        self.b.create(ir.AllocNBarrierOp, count)
+
+    def init_nbarrier(self, nbarrier_id, participants):
+        if not getattr(self, "nbarrier_count", 0):
+            raise SemanticError("init_nbarrier needs an earlier xl.alloc_nbarrier(count)")
+        i = unwrap(nbarrier_id)
+        if isinstance(i, int) and not 0 <= i < self.nbarrier_count:
+            raise SemanticError(f"named barrier id {i} is outside the {self.nbarrier_count} allocated")
+        return nbarrier(self.b(ir.InitNBarrierOp, self._index(nbarrier_id, "id").handle,
+                               self._index(participants, "participants").handle))
+
+    def nbarrier_arrive(self, nb: nbarrier):
+        self.b.create(ir.NBarrierArriveOp, nb.handle)
+
+    def nbarrier_wait(self, nb: nbarrier):
+        self.b.create(ir.NBarrierWaitOp, nb.handle)
+
+    def compile_hint(self, hint="scheduling_barrier"):
+        self.b.create(ir.CompileHintOp, unwrap(hint))

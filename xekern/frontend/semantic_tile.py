@@ -1,0 +1,187 @@
+"""Semantic rules for whole tiles: ids, ranges, fills, reductions, permutes, layouts and dot."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import ir
+from ..ir import types as T
+from ..ir.layout import Layout, LayoutError, SliceLayout
+from ..ir.types import DType, VectorType
+from ..language.core import tensor, unwrap
+from .semantic import SemanticError
+
+_REDUCE = {"sum": ("add", "add", "add"), "prod": ("mul", "mul", "mul"),
+           "max": ("maxnumf", "maxsi", "maxui"), "min": ("minnumf", "minsi", "minui"),
+           "xor_sum": (None, "xor", "xor"), "and": (None, "and", "and"), "or": (None, "or", "or")}
+
+
+class TileSemantic:
+    # ---- ids ----------------------------------------------------------------------------------
+    def program_id(self, axis) -> tensor:
+        axis = unwrap(axis)
+        if axis not in (0, 1, 2):
+            raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+        return self.op(ir.BlockIdOp, axis)
+
+    def num_programs(self, axis) -> tensor:
+        axis = unwrap(axis)
+        if axis not in (0, 1, 2):
+            raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
+        return self.op(ir.GridDimOp, axis)
+
+    # ---- making tiles ---------------------------------------------------------------------------
+    def check_layout(self, layout, shape) -> Optional[Layout]:
+        if layout is None:
+            return None
+        if not isinstance(layout, (Layout, SliceLayout)):
+            raise SemanticError(f"layout must be an xl.Layout, got {type(layout).__name__}")
+        if layout.rank != len(shape):
+            raise SemanticError(f"layout of rank {layout.rank} given for a tile of shape {list(shape)}")
+        return layout
+
+    def _anchor(self, t: tensor, layout) -> tensor:
+        if layout is not None:
+            t.handle.owner.attrs["layout"] = layout
+        return t
+
+    def arange(self, start, end, layout=None) -> tensor:
+        start, end = unwrap(start), unwrap(end)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise SemanticError("arange bounds must be compile-time integers (use xl.constexpr arguments)")
+        n = end - start
+        if n <= 0 or n & (n - 1):
+            raise SemanticError(f"arange({start}, {end}): the length {n} must be a positive power of 2")
+        if not -(1 << 31) <= start and end <= (1 << 31):
+            raise SemanticError("arange bounds must fit in int32")
+        layout = self.check_layout(unwrap(layout), (n,))
+        r = self._anchor(self.op(ir.StepOp, VectorType((n,), T.int32)), layout)
+        if start:
+            r = self.binary("add", r, start)
+        return r
+
+    def full(self, shape, value, dtype, layout=None) -> tensor:
+        shape = self.check_shape(unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,))
+        dtype = unwrap(dtype)
+        if not isinstance(dtype, DType):
+            raise SemanticError(f"dtype must be an xl dtype such as xl.float32, got {dtype!r}")
+        layout = self.check_layout(unwrap(layout), shape)
+        value = unwrap(value)
+        if isinstance(value, tensor):
+            if value.is_tile:
+                raise SemanticError("full() takes a scalar value")
+            return self._anchor(self.splat(self.cast(value, dtype), shape), layout)
+        return self._anchor(self.const(value, dtype, shape), layout)
+
+    def convert_layout(self, x, layout) -> tensor:
+        x = self.to_tensor(x)
+        layout = self.check_layout(unwrap(layout), x.shape)
+        if layout is None:
+            raise SemanticError("convert_layout needs a layout")
+        return self._anchor(self.op(ir.ConvertLayoutOp, x.handle, x.handle.type), layout)
+
+    # ---- reductions -----------------------------------------------------------------------------
+    def _axis(self, x: tensor, axis) -> int:
+        axis = unwrap(axis)
+        r = len(x.shape)
+        if not isinstance(axis, int) or not -r <= axis < r:
+            raise SemanticError(f"axis {axis!r} is out of range for a tile of shape {list(x.shape)}")
+        return axis % r
+
+    def reduce(self, x, axis, what: str, keep_dims: bool = False) -> tensor:
+        """``xl.sum/max/min/...(x, axis)``; ``axis=None`` reduces every dimension."""
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            return x
+        if axis is None:
+            out = x
+            for _ in range(len(x.shape)):
+                out = self.reduce(out, len(out.shape) - 1, what)
+            if keep_dims:
+                out = self.reshape(self.splat(out, (1,)), (1,) * len(x.shape))
+            return out
+        axis = self._axis(x, axis)
+        dt = x.dtype
+        if what == "sum" and dt.is_int and dt.bits < 32:
+            x = self.cast(x, T.int32 if dt.is_signed or dt.is_bool else T.uint32)
+            dt = x.dtype
+        f, s, u = _REDUCE[what]
+        kind = f if dt.is_floating else (s if dt.is_signed else u)
+        if kind is None:
+            raise SemanticError(f"{what} needs integer tiles, got {dt.user_name}")
+        out = self._reduce_to(ir.ReduceOp, kind, x, axis, dt)
+        return self.expand_dims(out, axis) if keep_dims else out
+
+    def argreduce(self, x, axis, what: str, keep_dims: bool = False) -> tensor:
+        """Index (int32) of the first maximum/minimum: ``min(where(x == max(x), index, BIG))``."""
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            raise SemanticError(f"{what} needs a tile")
+        if axis is None:
+            if len(x.shape) != 1:
+                raise SemanticError(f"{what} with axis=None needs a 1-D tile")
+            axis = 0
+        axis = self._axis(x, axis)
+        ext = self.reduce(x, axis, "max" if what == "argmax" else "min", keep_dims=True)
+        hit = self.compare("eq", x, self.broadcast_to(ext, x.shape))
+        idx = self.arange(0, x.shape[axis])
+        for d in range(len(x.shape)):
+            if d != axis:
+                idx = self.expand_dims(idx, d)
+        idx = self.broadcast_to(idx, x.shape)
+        cand = self.where(hit, idx, x.shape[axis])
+        return self.reduce(cand, axis, "min", keep_dims=keep_dims)
+
+    def _reduce_to(self, cls, kind, x: tensor, axis: int, dtype: DType) -> tensor:
+        shape = x.shape[:axis] + x.shape[axis + 1:]
+        rt = VectorType(shape, dtype) if shape else dtype
+        return self.op(cls, kind, x.handle, axis, rt)
+
+    # ---- shape changes --------------------------------------------------------------------------
+    def permute(self, x, dims=None) -> tensor:
+        x = self.to_tensor(x)
+        r = len(x.shape)
+        if dims is None:
+            if r != 2:
+                raise SemanticError("trans() without dims needs a 2-D tile")
+            dims = (1, 0)
+        dims = tuple(dims)
+        if sorted(dims) != list(range(r)):
+            raise SemanticError(f"permutation {list(dims)} is not a permutation of {r} dimensions")
+        shape = tuple(x.shape[d] for d in dims)
+        return self.op(ir.TransposeOp, x.handle, dims, VectorType(shape, x.dtype))
+
+    # ---- dot --------------------------------------------------------------------------------------
+    _DOT_ACC = {T.bfloat16: T.float32, T.float16: T.float32, T.float32: T.float32, T.int8: T.int32,
+                T.uint8: T.int32}
+
+    def dot(self, a, b, acc=None, out_dtype=None, input_precision=None) -> tensor:
+        """``xl.dot(a, b, acc)``: a DPAS matrix product, f32 accumulation (int32 for 8-bit ints)."""
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        if len(a.shape) != 2 or len(b.shape) != 2:
+            raise SemanticError(f"dot multiplies 2-D tiles, got shapes {list(a.shape)} and {list(b.shape)}")
+        if a.shape[1] != b.shape[0]:
+            raise SemanticError(f"dot: inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
+        ea, eb = a.dtype, b.dtype
+        if ea != eb and not ({ea, eb} <= {T.int8, T.uint8}):
+            raise SemanticError(f"dot operands must share a dtype, got {ea.user_name} and {eb.user_name}")
+        if ea not in self._DOT_ACC:
+            raise SemanticError(f"dot does not support {ea.user_name} operands "
+                                f"(bfloat16, float16, float32 (tf32), int8, uint8)")
+        acc_dt = unwrap(out_dtype) or self._DOT_ACC[ea]
+        shape = (a.shape[0], b.shape[1])
+        if acc is not None:
+            acc = self.to_tensor(acc)
+            if acc.shape != shape:
+                raise SemanticError(f"dot accumulator has shape {list(acc.shape)}, expected {list(shape)}")
+            if acc.dtype != acc_dt:
+                raise SemanticError(f"dot accumulator is {acc.dtype.user_name}; {ea.user_name} products "
+                                    f"accumulate in {acc_dt.user_name}")
+        attrs = {}
+        prec = unwrap(input_precision)
+        if ea == T.float32 and prec not in (None, "tf32", "ieee"):
+            raise SemanticError(f"input_precision must be 'tf32' or 'ieee', got {prec!r}")
+        r = self.op(ir.DpasOp, a.handle, b.handle, acc.handle if acc is not None else None,
+                    VectorType(shape, acc_dt))
+        if ea == T.float32:
+            r.handle.owner.attrs["precision"] = prec or "tf32"
+        return r

@@ -1,0 +1,111 @@
+"""gpu dialect ops (seed 003): ids and sizes, barriers, subgroup reductions and shuffles."""
+from __future__ import annotations
+
+from .core import IRError, Op, Value
+from .ops_vector import REDUCE_KINDS
+from .types import DType, int32
+
+
+class _IdOp(Op):
+    def __init__(self, dim: int = 0, loc=None):
+        super().__init__([], [int32], {"dim": dim}, loc=loc)
+
+    @property
+    def dim(self) -> int:
+        return self.attrs["dim"]
+
+    def verify(self):
+        if self.dim not in (0, 1, 2):
+            raise IRError(f"dimension {self.dim} is not 0, 1 or 2", self)
+
+
+class BlockIdOp(_IdOp):
+    """``gpu.block_id``: the workgroup's index in the grid (``xl.program_id``)."""
+
+    NAME = "gpu.block_id"
+
+
+class GridDimOp(_IdOp):
+    """``gpu.grid_dim``: the number of workgroups along a dimension (``xl.num_programs``)."""
+
+    NAME = "gpu.grid_dim"
+
+
+class SubgroupIdOp(Op):
+    """``gpu.subgroup_id``: this subgroup's index in the workgroup."""
+
+    NAME = "gpu.subgroup_id"
+
+    def __init__(self, loc=None):
+        super().__init__([], [int32], loc=loc)
+
+
+class LaneIdOp(Op):
+    """``gpu.lane_id``: this work item's index in its subgroup."""
+
+    NAME = "gpu.lane_id"
+
+    def __init__(self, loc=None):
+        super().__init__([], [int32], loc=loc)
+
+
+class NumSubgroupsOp(Op):
+    """``gpu.num_subgroups``: subgroups per workgroup."""
+
+    NAME = "gpu.num_subgroups"
+
+    def __init__(self, loc=None):
+        super().__init__([], [int32], loc=loc)
+
+
+class BarrierOp(Op):
+    """``gpu.barrier``: every work item of the workgroup waits here; SLM and global writes before
+    it are visible after it."""
+
+    NAME = "gpu.barrier"
+    HAS_SIDE_EFFECTS = True
+
+    def __init__(self, loc=None):
+        super().__init__([], [], loc=loc)
+
+
+class SubgroupReduceOp(Op):
+    """``gpu.subgroup_reduce``: reduce each slot across lanes, in clusters of ``cluster_size`` lanes
+    ``cluster_stride`` apart; every lane of a cluster gets the result."""
+
+    NAME = "gpu.subgroup_reduce"
+
+    def __init__(self, kind: str, value: Value, cluster_size: int, cluster_stride: int = 1, loc=None):
+        super().__init__([value], [value.type], {"kind": kind, "cluster_size": cluster_size,
+                                                 "cluster_stride": cluster_stride}, loc=loc)
+
+    @property
+    def kind(self):
+        return self.attrs["kind"]
+
+    def verify(self):
+        if self.kind not in REDUCE_KINDS:
+            raise IRError(f"unknown reduction {self.kind}", self)
+        c = self.attrs["cluster_size"]
+        if c < 1 or c & (c - 1):
+            raise IRError(f"cluster size {c} must be a power of two", self)
+
+
+class ShuffleOp(Op):
+    """``gpu.shuffle``: read ``value`` from another lane: ``idx`` (that lane), ``xor`` (lane ^ n),
+    ``down`` (lane + n), ``up`` (lane - n). ``lane`` is a scalar i32."""
+
+    NAME = "gpu.shuffle"
+
+    def __init__(self, mode: str, value: Value, lane: Value, loc=None):
+        super().__init__([value, lane], [value.type], {"mode": mode}, loc=loc)
+
+    @property
+    def mode(self):
+        return self.attrs["mode"]
+
+    def verify(self):
+        if self.mode not in ("idx", "xor", "down", "up"):
+            raise IRError(f"unknown shuffle mode {self.mode}", self)
+        if self.operands[1].type != int32:
+            raise IRError("the lane operand must be i32", self)

@@ -1,0 +1,264 @@
+"""IR types: scalar dtypes, pointers, vectors (tiles), tensor descriptors, mem descriptors.
+
+Every type is a small frozen dataclass with a stable text form used by the printer, e.g.
+``vector<64x32xf32, #xegpu.layout<sg_layout = [4, 1], ...>>`` or
+``!xegpu.tensor_desc<8x16xbf16, #xegpu.block_tdesc_attr<array_length = 2>>``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from math import prod
+from typing import Optional, Tuple, Union
+
+import numpy as np
+
+
+class Type:
+    """Base class of every IR type."""
+
+    def verify(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class DType(Type):
+    """A scalar element type. ``kind`` is one of ``bool``, ``int``, ``uint``, ``float``."""
+
+    name: str          # IR spelling: i1, i8, ..., ui8, f16, bf16, f32, f64
+    bits: int
+    kind: str
+    user_name: str     # the name users write: int1, int8, ..., bfloat16, float32
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"xl.{self.user_name}"
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint", "bool")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        if self.name == "bf16":
+            import ml_dtypes
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(_NP_NAMES[self.name])
+
+
+_NP_NAMES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+             "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
+             "f16": "float16", "f32": "float32", "f64": "float64"}
+
+int1 = DType("i1", 1, "bool", "int1")
+int8 = DType("i8", 8, "int", "int8")
+int16 = DType("i16", 16, "int", "int16")
+int32 = DType("i32", 32, "int", "int32")
+int64 = DType("i64", 64, "int", "int64")
+uint8 = DType("ui8", 8, "uint", "uint8")
+uint16 = DType("ui16", 16, "uint", "uint16")
+uint32 = DType("ui32", 32, "uint", "uint32")
+uint64 = DType("ui64", 64, "uint", "uint64")
+float16 = DType("f16", 16, "float", "float16")
+bfloat16 = DType("bf16", 16, "float", "bfloat16")
+float32 = DType("f32", 32, "float", "float32")
+float64 = DType("f64", 64, "float", "float64")
+
+ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, bfloat16, float32, float64)
+BY_NAME = {d.name: d for d in ALL_DTYPES}
+BY_USER_NAME = {d.user_name: d for d in ALL_DTYPES}
+
+
+def dtype_from_numpy(npdt) -> Optional[DType]:
+    """The DType of a NumPy dtype, or None when xekern has no such type."""
+    npdt = np.dtype(npdt)
+    if npdt.name == "bfloat16":
+        return bfloat16
+    for d in ALL_DTYPES:
+        if d.name != "bf16" and np.dtype(_NP_NAMES[d.name]) == npdt:
+            return d
+    return None
+
+
+def int_type(bits: int, signed: bool = True) -> DType:
+    if bits == 1:
+        return int1
+    return BY_NAME[("i" if signed else "ui") + str(bits)]
+
+
+@dataclass(frozen=True)
+class PointerType(Type):
+    """A pointer to ``elem`` in ``space`` (``global`` or ``slm``)."""
+
+    elem: DType
+    space: str = "global"
+
+    def __str__(self) -> str:
+        sp = "" if self.space == "global" else f", {self.space}"
+        return f"!xegpu.ptr<{self.elem}{sp}>"
+
+
+def _shape_str(shape) -> str:
+    return "x".join(str(s) for s in shape)
+
+
+@dataclass(frozen=True)
+class VectorType(Type):
+    """A tile: ``shape`` x ``elem`` with an optional distribution layout (see layout.py)."""
+
+    shape: Tuple[int, ...]
+    elem: DType
+    layout: Optional[object] = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    def with_layout(self, layout) -> "VectorType":
+        return replace(self, layout=layout)
+
+    def with_shape(self, shape) -> "VectorType":
+        return replace(self, shape=tuple(shape))
+
+    def with_elem(self, elem: DType) -> "VectorType":
+        return replace(self, elem=elem)
+
+    def __str__(self) -> str:
+        lay = f", {self.layout}" if self.layout is not None else ""
+        return f"vector<{_shape_str(self.shape)}x{self.elem}{lay}>"
+
+
+@dataclass(frozen=True)
+class TensorDescType(Type):
+    """``!xegpu.tensor_desc``: a block of a tensor in memory (nd), or per-lane addresses (scattered).
+
+    nd form (create_nd_tdesc): ``shape`` is the block shape, ``array_length`` blocks side by side.
+    scattered form (create_tdesc): ``shape`` is the offsets' shape, plus ``chunk_size`` elements each.
+    """
+
+    shape: Tuple[int, ...]
+    elem: DType
+    scattered: bool = False
+    chunk_size: int = 1
+    array_length: int = 1
+    boundary_check: bool = True
+    memory_scope: str = "global"
+    layout: Optional[object] = None
+
+    def with_layout(self, layout) -> "TensorDescType":
+        return replace(self, layout=layout)
+
+    def with_shape(self, shape) -> "TensorDescType":
+        return replace(self, shape=tuple(shape))
+
+    @property
+    def value_shape(self) -> Tuple[int, ...]:
+        """Shape of the vector a load of this descriptor produces (before transposes)."""
+        if self.scattered:
+            return self.shape + ((self.chunk_size,) if self.chunk_size > 1 else ())
+        if self.array_length > 1:
+            return self.shape[:-1] + (self.shape[-1] * self.array_length,)
+        return self.shape
+
+    def __str__(self) -> str:
+        attrs = []
+        if self.scattered:
+            attrs.append(f"chunk_size = {self.chunk_size}")
+        if self.array_length != 1:
+            attrs.append(f"array_length = {self.array_length}")
+        if not self.boundary_check and not self.scattered:
+            attrs.append("boundary_check = false")
+        if self.memory_scope != "global":
+            attrs.append(f"memory_space = {self.memory_scope}")
+        kind = "scatter_tdesc_attr" if self.scattered else "block_tdesc_attr"
+        a = f", #xegpu.{kind}<{', '.join(attrs)}>" if attrs else ""
+        lay = f", {self.layout}" if self.layout is not None else ""
+        return f"!xegpu.tensor_desc<{_shape_str(self.shape)}x{self.elem}{a}{lay}>"
+
+
+@dataclass(frozen=True)
+class MemDescType(Type):
+    """``!xegpu.mem_desc``: a matrix in shared local memory (seed 001).
+
+    ``strides`` are the logical strides of each dimension (row-major when None); ``block``
+    stores the matrix as contiguous blocks of that shape (the ``@block`` attribute).
+    """
+
+    shape: Tuple[int, ...]
+    elem: DType
+    strides: Optional[Tuple[int, ...]] = None
+    block: Optional[Tuple[int, ...]] = None
+
+    def __str__(self) -> str:
+        attrs = []
+        if self.strides is not None:
+            attrs.append(f"strides = [{', '.join(map(str, self.strides))}]")
+        if self.block is not None:
+            attrs.append(f"block = [{', '.join(map(str, self.block))}]")
+        a = f", #xegpu.mem_layout<{', '.join(attrs)}>" if attrs else ""
+        return f"!xegpu.mem_desc<{_shape_str(self.shape)}x{self.elem}{a}>"
+
+    @property
+    def row_major_strides(self) -> Tuple[int, ...]:
+        out, acc = [], 1
+        for s in reversed(self.shape):
+            out.append(acc)
+            acc *= s
+        return tuple(reversed(out))
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * self.elem.itemsize
+
+
+@dataclass(frozen=True)
+class NBarrierType(Type):
+    """``!xegpu.nbarrier``: a named barrier bound to the calling subgroup."""
+
+    def __str__(self) -> str:
+        return "!xegpu.nbarrier"
+
+
+ScalarLike = Union[DType, PointerType]
+
+
+def elem_of(t: Type) -> DType:
+    """The element dtype of a scalar or vector type."""
+    if isinstance(t, DType):
+        return t
+    if isinstance(t, (VectorType, TensorDescType, MemDescType)):
+        return t.elem
+    raise TypeError(f"type {t} has no element type")
+
+
+def shape_of(t: Type) -> Tuple[int, ...]:
+    return t.shape if isinstance(t, VectorType) else ()
+
+
+def like(t: Type, elem: DType) -> Type:
+    """``t`` with its element type replaced by ``elem`` (scalars become ``elem``)."""
+    if isinstance(t, VectorType):
+        return t.with_elem(elem)
+    return elem

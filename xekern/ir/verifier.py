@@ -1,0 +1,61 @@
+"""Whole-function verification, run after the frontend and after every pass.
+
+Checks that every operand is defined before its use in an enclosing scope, that structured
+bodies end in the right terminator, every op's own ``verify()``, and every layout against the
+tile it describes (at the level the function is at).
+"""
+from __future__ import annotations
+
+from typing import Set
+
+from .core import Block, IRError, Op, Value
+from .layout import LayoutError, verify_layout
+from .ops_scf import ConditionOp, ForOp, FuncOp, IfOp, ReturnOp, WhileOp, YieldOp
+from .types import TensorDescType, VectorType
+
+
+def verify_func(f: FuncOp) -> None:
+    """Raise IRError on the first broken rule."""
+    level = f.attrs.get("level", "wg")
+    ctx = dict(level=level, sg_size=f.attrs.get("sg_size"),
+               num_subgroups=f.attrs.get("num_subgroups") if level == "wg" else None)
+    _block(f.body, set(f.args), f, ctx, ReturnOp)
+
+
+def _block(b: Block, visible: Set[Value], owner: Op, ctx, terminator) -> None:
+    visible = set(visible) | set(b.args)
+    for i, op in enumerate(b.ops):
+        for v in op.operands:
+            if v not in visible:
+                raise IRError(f"operand {v!r} is used before it is defined or outside its scope", op)
+        if op.IS_TERMINATOR and i != len(b.ops) - 1:
+            raise IRError("a terminator must end its block", op)
+        if isinstance(op, ForOp):
+            _block(op.body, visible, op, ctx, YieldOp)
+        elif isinstance(op, IfOp):
+            _block(op.then_block, visible, op, ctx, YieldOp)
+            _block(op.else_block, visible, op, ctx, YieldOp)
+        elif isinstance(op, WhileOp):
+            _block(op.before, visible, op, ctx, ConditionOp)
+            _block(op.after, visible, op, ctx, YieldOp)
+        elif op.regions:
+            for r in op.regions:
+                _block(r, visible, op, ctx, None)
+        op.verify()
+        for r in op.results:
+            _check_layout(op, r, ctx)
+        visible.update(op.results)
+    if terminator is not None and (not b.ops or not isinstance(b.ops[-1], terminator)):
+        raise IRError(f"block must end in {terminator.NAME}", owner)
+
+
+def _check_layout(op: Op, v: Value, ctx) -> None:
+    t = v.type
+    if not isinstance(t, (VectorType, TensorDescType)) or t.layout is None or ctx["level"] == "lane":
+        return
+    shape = t.shape if isinstance(t, VectorType) else t.value_shape
+    try:
+        verify_layout(t.layout, shape, sg_size=ctx["sg_size"], num_subgroups=ctx["num_subgroups"],
+                      level=ctx["level"])
+    except LayoutError as e:
+        raise IRError(f"invalid layout for {t}: {e}", op) from None

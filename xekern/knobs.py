@@ -1,0 +1,67 @@
+"""Every environment variable xekern reads, in one place, each with what it does.
+
+| variable | default | effect |
+| --- | --- | --- |
+| ``XEKERN_CACHE_DIR`` | ``~/.cache/xekern`` | where compiled kernels are kept on disk |
+| ``XEKERN_CACHE`` | ``1`` | ``0`` disables the on-disk cache (the in-memory cache stays) |
+| ``XEKERN_DUMP`` | unset | stage names to print after compiling (``xegpu,lane,llir`` or ``all``); with ``XEKERN_DUMP_DIR`` they are written there instead |
+| ``XEKERN_DUMP_DIR`` | unset | directory for ``XEKERN_DUMP`` files (``<kernel>.<stage>.txt``) |
+| ``XEKERN_INTERPRET`` | ``0`` | ``1`` runs kernels with NumPy on the host instead of compiling them |
+| ``XEKERN_DEVICE`` | automatic | a dpctl filter string (``opencl:cpu``, ``level_zero:gpu:0``) for the default device |
+| ``XEKERN_TARGET`` | from the device | a target record name (``cpu``, ``cpu8``, ``pvc``, ``dg2``, ``bmg``) |
+| ``XEKERN_DEBUG`` | ``0`` | ``1`` keeps ``xl.device_assert`` / ``xl.device_print`` in kernels |
+| ``XEKERN_LLVM_ISOLATION`` | ``1`` | ``0`` runs LLVM inside the user's process (an LLVM abort then ends it) |
+| ``XEKERN_OCL_ICD`` | found | path of the OpenCL CPU runtime library (``libintelocl.so``) if it is not found |
+"""
+from __future__ import annotations
+
+import os
+from typing import List, Optional
+
+
+def _flag(name: str, default: bool) -> bool:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return default
+    return v.strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_dir() -> str:
+    return os.environ.get("XEKERN_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "xekern")
+
+
+def disk_cache() -> bool:
+    return _flag("XEKERN_CACHE", True)
+
+
+def dump_stages() -> List[str]:
+    v = os.environ.get("XEKERN_DUMP", "")
+    return [s.strip() for s in v.split(",") if s.strip()]
+
+
+def dump_dir() -> Optional[str]:
+    return os.environ.get("XEKERN_DUMP_DIR") or None
+
+
+def interpret() -> bool:
+    return _flag("XEKERN_INTERPRET", False)
+
+
+def device() -> Optional[str]:
+    return os.environ.get("XEKERN_DEVICE") or None
+
+
+def target() -> Optional[str]:
+    return os.environ.get("XEKERN_TARGET") or None
+
+
+def debug() -> bool:
+    return _flag("XEKERN_DEBUG", False)
+
+
+def llvm_isolation() -> bool:
+    return _flag("XEKERN_LLVM_ISOLATION", True)
+
+
+def ocl_icd() -> Optional[str]:
+    return os.environ.get("XEKERN_OCL_ICD") or None

@@ -1,0 +1,20 @@
+"""``import xekern.language as xl``: the kernel language.
+
+Types and values (``xl.constexpr``, ``xl.tensor``, dtypes, ``xl.Layout``) and the builtins
+that kernels call (``xl.program_id``, ``xl.arange``, ``xl.load``, ``xl.dot``, ...). See
+docs/language.md for every function with an example.
+"""
+from ..ir.layout import Layout, SliceLayout
+from .builtins import *  # noqa: F401,F403
+from .builtins import __dict__ as _b
+from .core import (ALL_DTYPES, bfloat16, builtin, constexpr, dtype, float16, float32, float64, int1, int8,
+                   int16, int32, int64, mem_desc, nbarrier, pointer_tile, tensor, tensor_descriptor, uint8,
+                   uint16, uint32, uint64)
+
+# Triton spellings
+bool_ = int1
+float = float32  # noqa: A001
+double = float64
+half = float16
+
+__all__ = [n for n in list(globals()) if not n.startswith("_")]

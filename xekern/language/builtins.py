@@ -1,0 +1,339 @@
+"""The kernel language's functions (``xl.*``). Each one unwraps its arguments and forwards to
+the semantic layer (``xekern/frontend/sem.py``), which checks them and builds IR.
+
+They can only be called inside an ``@xk.jit`` function.
+"""
+from __future__ import annotations
+
+from ..ir.layout import Layout, SliceLayout
+from .core import builtin, unwrap
+
+
+class static_range:
+    """``for i in xl.static_range(4):`` unrolls the loop at compile time (bounds are constexprs)."""
+
+    def __init__(self, *args):
+        self.args = [unwrap(a) for a in args]
+
+
+class range:  # noqa: A001 - the Triton name
+    """``for i in xl.range(lo, hi, step):`` an ordinary device loop (same as ``range``); the extra
+    Triton tuning arguments (``num_stages``, ``loop_unroll_factor``) are accepted as hints."""
+
+    def __init__(self, *args, num_stages=None, loop_unroll_factor=None, **_):
+        self.args = list(args)
+        self.hints = {k: unwrap(v) for k, v in (("num_stages", num_stages),
+                                                ("loop_unroll_factor", loop_unroll_factor)) if v is not None}
+
+
+# ---- ids and sizes ---------------------------------------------------------------------------
+
+@builtin
+def program_id(axis, _sem=None):
+    """This workgroup's index along grid ``axis`` (0, 1 or 2). ``pid = xl.program_id(0)``"""
+    return _sem.program_id(axis)
+
+
+@builtin
+def num_programs(axis, _sem=None):
+    """The number of workgroups along grid ``axis``."""
+    return _sem.num_programs(axis)
+
+
+@builtin
+def cdiv(x, div, _sem=None):
+    """``(x + div - 1) // div``, on constants or scalars."""
+    x, div = unwrap(x), unwrap(div)
+    if isinstance(x, int) and isinstance(div, int):
+        return -(-x // div)
+    return _sem.binary("floordiv", _sem.binary("sub", _sem.binary("add", x, div), 1), div)
+
+
+# ---- making tiles ------------------------------------------------------------------------------
+
+@builtin
+def arange(start, end, layout=None, _sem=None):
+    """The int32 tile ``[start, start+1, ..., end-1]``; ``end - start`` must be a power of 2.
+    ``offs = pid * BLOCK + xl.arange(0, BLOCK)``"""
+    return _sem.arange(start, end, layout)
+
+
+@builtin
+def full(shape, value, dtype, layout=None, _sem=None):
+    """A tile of ``shape`` filled with ``value``. ``xl.full((16, 16), 1.0, xl.float32)``"""
+    return _sem.full(shape, value, dtype, layout)
+
+
+@builtin
+def zeros(shape, dtype, layout=None, _sem=None):
+    """A tile of zeros; ``layout`` pins its distribution (otherwise it is propagated).
+    ``acc = xl.zeros((BM, BN), xl.float32)``"""
+    return _sem.full(shape, 0, dtype, layout)
+
+
+@builtin
+def zeros_like(x, _sem=None):
+    return _sem.full(x.shape, 0, x.dtype)
+
+
+@builtin
+def full_like(x, value, _sem=None):
+    return _sem.full(x.shape, value, x.dtype)
+
+
+@builtin
+def cast(x, dtype, bitcast=False, _sem=None):
+    """``xl.cast(x, xl.float16)``, the same as ``x.to(xl.float16)``."""
+    return _sem.cast(x, unwrap(dtype), bitcast=unwrap(bitcast))
+
+
+@builtin
+def where(condition, x, y, _sem=None):
+    """Elementwise ``condition ? x : y`` with broadcasting. ``xl.where(offs < n, x, 0.0)``"""
+    return _sem.where(condition, x, y)
+
+
+# ---- shapes ------------------------------------------------------------------------------------
+
+@builtin
+def expand_dims(x, axis, _sem=None):
+    """Insert a size-1 dimension at ``axis`` (``x[:, None]`` is ``xl.expand_dims(x, 1)``)."""
+    return _sem.expand_dims(x, axis)
+
+
+@builtin
+def broadcast_to(x, shape, _sem=None):
+    return _sem.broadcast_to(x, [unwrap(s) for s in unwrap(shape)])
+
+
+@builtin
+def reshape(x, shape, _sem=None):
+    """Reshape by adding or removing size-1 dimensions."""
+    return _sem.reshape(_sem.to_tensor(x), [unwrap(s) for s in unwrap(shape)])
+
+
+@builtin
+def trans(x, *dims, _sem=None):
+    """Transpose a 2-D tile (or permute by ``dims``)."""
+    return _sem.permute(x, [unwrap(d) for d in dims] or None)
+
+
+@builtin
+def permute(x, dims, _sem=None):
+    return _sem.permute(x, [unwrap(d) for d in unwrap(dims)])
+
+
+# ---- math --------------------------------------------------------------------------------------
+
+def _math(fn_name):
+    @builtin
+    def f(x, _sem=None):
+        return _sem.math(fn_name, x)
+    f.__name__ = fn_name
+    f.__doc__ = f"Elementwise {fn_name} (16-bit floats are computed in float32)."
+    return f
+
+
+exp = _math("exp")
+exp2 = _math("exp2")
+log = _math("log")
+log2 = _math("log2")
+sqrt = _math("sqrt")
+rsqrt = _math("rsqrt")
+sin = _math("sin")
+cos = _math("cos")
+tanh = _math("tanh")
+floor = _math("floor")
+ceil = _math("ceil")
+erf = _math("erf")
+abs = _math("abs")  # noqa: A001
+
+
+@builtin
+def sigmoid(x, _sem=None):
+    """``1 / (1 + exp(-x))``."""
+    return _sem.binary("truediv", 1.0, _sem.binary("add", 1.0, _sem.math("exp", _sem.unary("neg", x))))
+
+
+@builtin
+def maximum(x, y, propagate_nan=False, _sem=None):
+    """Elementwise maximum (NaNs are ignored unless ``propagate_nan``)."""
+    return _sem.minmax("max", x, y, bool(unwrap(propagate_nan)))
+
+
+@builtin
+def minimum(x, y, propagate_nan=False, _sem=None):
+    """Elementwise minimum (NaNs are ignored unless ``propagate_nan``)."""
+    return _sem.minmax("min", x, y, bool(unwrap(propagate_nan)))
+
+
+@builtin
+def fma(x, y, z, _sem=None):
+    """``x * y + z`` with one rounding."""
+    return _sem.fma(x, y, z)
+
+
+@builtin
+def clamp(x, lo, hi, _sem=None):
+    return _sem.minmax("min", _sem.minmax("max", x, lo), hi)
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+@builtin
+def sum(x, axis=None, keep_dims=False, _sem=None):  # noqa: A001
+    """Sum along ``axis`` (all axes when None). Integers narrower than 32 bits sum in int32.
+    ``total = xl.sum(x, axis=0)``"""
+    return _sem.reduce(x, unwrap(axis), "sum", keep_dims=unwrap(keep_dims))
+
+
+@builtin
+def max(x, axis=None, keep_dims=False, _sem=None):  # noqa: A001
+    """Maximum along ``axis``."""
+    return _sem.reduce(x, unwrap(axis), "max", keep_dims=unwrap(keep_dims))
+
+
+@builtin
+def min(x, axis=None, keep_dims=False, _sem=None):  # noqa: A001
+    """Minimum along ``axis``."""
+    return _sem.reduce(x, unwrap(axis), "min", keep_dims=unwrap(keep_dims))
+
+
+@builtin
+def xor_sum(x, axis=None, keep_dims=False, _sem=None):
+    return _sem.reduce(x, unwrap(axis), "xor_sum", keep_dims=unwrap(keep_dims))
+
+
+@builtin
+def argmax(x, axis=None, keep_dims=False, _sem=None):
+    """Index (int32) of the first maximum along ``axis``."""
+    return _sem.argreduce(x, unwrap(axis), "argmax", keep_dims=unwrap(keep_dims))
+
+
+@builtin
+def argmin(x, axis=None, keep_dims=False, _sem=None):
+    """Index (int32) of the first minimum along ``axis``."""
+    return _sem.argreduce(x, unwrap(axis), "argmin", keep_dims=unwrap(keep_dims))
+
+
+# ---- memory through pointer tiles ------------------------------------------------------------
+
+@builtin
+def load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False, _sem=None):
+    """Load a tile through a tile of pointers (``create_tdesc`` + ``load_gather``); elements where
+    ``mask`` is False read ``other`` (0 when not given). ``x = xl.load(x_ptr + offs, mask=offs < n)``"""
+    return _sem.load(pointer, mask, other, hints=_sem.hints(cache_modifier), volatile=unwrap(volatile))
+
+
+@builtin
+def store(pointer, value, mask=None, cache_modifier="", eviction_policy="", _sem=None):
+    """Store a tile through a tile of pointers (``store_scatter``); elements where ``mask`` is
+    False are not written. ``xl.store(out_ptr + offs, x + y, mask=offs < n)``"""
+    return _sem.store(pointer, value, mask, hints=_sem.hints(cache_modifier))
+
+
+def _atomic(kind):
+    @builtin
+    def f(pointer, val, mask=None, sem=None, scope=None, _sem=None):
+        return _sem.atomic(kind, pointer, val, mask, sem=sem, scope=scope)
+    f.__name__ = f"atomic_{kind}"
+    f.__doc__ = (f"Atomically ``*p = *p {kind} val`` per element where ``mask``; returns the old values "
+                 f"(``xegpu.atomic_rmw``).")
+    return f
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
+atomic_and = _atomic("and")
+atomic_or = _atomic("or")
+atomic_xor = _atomic("xor")
+atomic_xchg = _atomic("xchg")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, mask=None, sem=None, scope=None, _sem=None):
+    """Atomically ``if *p == cmp: *p = val``; returns the old values."""
+    return _sem.atomic("cas", pointer, val, mask, cmp=cmp, sem=sem, scope=scope)
+
+
+# ---- tensor descriptors, dot, layouts ----------------------------------------------------------
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, layout=None, array_length=1,
+                           boundary_check=True, _sem=None):
+    """A block view of a strided 2-D (or 1-D) tensor (``create_nd_tdesc``); loads through it pad
+    out-of-bounds elements with zero, stores skip them.
+
+    ``a_desc = xl.make_tensor_descriptor(a_ptr, shape=(M, K), strides=(K, 1), block_shape=(BM, BK))``
+    """
+    return _sem.make_tensor_descriptor(base, shape, strides, block_shape, layout=layout,
+                                       array_length=array_length, boundary_check=boundary_check)
+
+
+@builtin
+def advance(desc, deltas, _sem=None):
+    """The descriptor moved by ``deltas`` elements (``update_nd_offset``)."""
+    return _sem.advance_nd(desc, deltas)
+
+
+@builtin
+def dot(a, b, acc=None, input_precision=None, out_dtype=None, _sem=None):
+    """``acc + a @ b`` on the matrix engine (DPAS): bf16/f16 accumulate in float32, 8-bit ints in
+    int32, float32 inputs use tf32 on GPUs. ``acc = xl.dot(a, b, acc)``"""
+    return _sem.dot(a, b, acc, out_dtype=unwrap(out_dtype), input_precision=input_precision)
+
+
+@builtin
+def convert_layout(x, layout, _sem=None):
+    """The same tile redistributed to ``layout`` (through SLM when subgroups must exchange data)."""
+    return _sem.convert_layout(x, layout)
+
+
+# ---- shared local memory and synchronization ---------------------------------------------------
+
+@builtin
+def alloc_slm(shape, dtype, block=None, strides=None, _sem=None):
+    """A workgroup-shared matrix in SLM (``create_mem_desc``); ``block`` stores it as contiguous
+    blocks (``@block``), ``strides`` gives logical strides (``@strides``)."""
+    return _sem.alloc_slm(shape, dtype, block=block, strides=strides)
+
+
+@builtin
+def barrier(_sem=None):
+    """Workgroup barrier: every work item waits; memory written before is visible after."""
+    return _sem.barrier()
+
+
+@builtin
+def fence(scope="workgroup", memory_kind="global", _sem=None):
+    """Order memory accesses: ``scope`` 'workgroup' or 'gpu', ``memory_kind`` 'global' or 'shared'."""
+    return _sem.fence(scope, memory_kind)
+
+
+@builtin
+def alloc_nbarrier(count, _sem=None):
+    """Reserve ``count`` named barriers for the workgroup."""
+    return _sem.alloc_nbarrier(count)
+
+
+@builtin
+def init_nbarrier(nbarrier_id, num_participants, _sem=None):
+    """Bind named barrier ``nbarrier_id`` shared by ``num_participants`` subgroups."""
+    return _sem.init_nbarrier(nbarrier_id, num_participants)
+
+
+@builtin
+def nbarrier_arrive(nb, _sem=None):
+    return _sem.nbarrier_arrive(nb)
+
+
+@builtin
+def nbarrier_wait(nb, _sem=None):
+    return _sem.nbarrier_wait(nb)
+
+
+@builtin
+def compile_hint(hint="scheduling_barrier", _sem=None):
+    """Keep the GPU compiler from moving instructions across this point."""
+    return _sem.compile_hint(hint)

@@ -1,0 +1,299 @@
+"""The values a kernel manipulates while it is being compiled, and the ``@builtin`` marker.
+
+A ``tensor`` wraps one IR value (a scalar or a tile); a ``pointer_tile`` is a tile of
+addresses kept as ``base + offsets`` (what ``xl.load``/``xl.store`` turn into ``create_tdesc``);
+a ``tensor_descriptor`` is a block view made by ``xl.make_tensor_descriptor``. Builtins take a
+keyword ``_sem`` (the semantic layer) that the frontend passes in; they only forward to it.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+from ..ir.types import (ALL_DTYPES, DType, MemDescType, PointerType, TensorDescType, VectorType, bfloat16,
+                        float16, float32, float64, int1, int8, int16, int32, int64, uint8, uint16, uint32,
+                        uint64)
+
+dtype = DType
+float8 = None  # not supported: no fp8 DPAS on the targets xekern knows
+
+
+def builtin(fn):
+    """Mark ``fn`` as a kernel builtin: the frontend calls it with ``_sem=`` at compile time."""
+    fn.__xekern_builtin__ = True
+    return fn
+
+
+def is_builtin(fn) -> bool:
+    return getattr(getattr(fn, "__func__", fn), "__xekern_builtin__", False)
+
+
+class constexpr:
+    """A compile-time constant. As an annotation (``BLOCK: xl.constexpr``) it makes a kernel
+    parameter part of the specialization: each value compiles its own kernel.
+
+    Example::
+
+        @xk.jit
+        def k(x_ptr, BLOCK: xl.constexpr):
+            offs = xl.arange(0, BLOCK)
+    """
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self):
+        return self.value
+
+    def __bool__(self):
+        return bool(self.value)
+
+
+def unwrap(v):
+    return v.value if isinstance(v, constexpr) else v
+
+
+class base_value:
+    """Anything a kernel variable can hold that is not a compile-time Python value."""
+
+    def flatten(self):
+        """The IR values this value is made of (loops and branches carry these)."""
+        raise NotImplementedError
+
+    def rebuild(self, handles):
+        """A value of the same kind made of ``handles`` (as returned by ``flatten``)."""
+        raise NotImplementedError
+
+
+class tensor(base_value):
+    """A scalar or a tile of a kernel. ``x.dtype``, ``x.shape``, ``x.to(dtype)``, ``x[:, None]``,
+    and Python operators work on it."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    @property
+    def type(self):
+        return self.handle.type
+
+    @property
+    def dtype(self):
+        t = self.handle.type
+        return t.elem if isinstance(t, VectorType) else t
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        t = self.handle.type
+        return tuple(t.shape) if isinstance(t, VectorType) else ()
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def is_tile(self) -> bool:
+        return isinstance(self.handle.type, VectorType)
+
+    def flatten(self):
+        return [self.handle]
+
+    def rebuild(self, handles):
+        return tensor(handles[0])
+
+    def __repr__(self) -> str:
+        return f"tensor<{self.handle.type}>"
+
+    def __bool__(self):
+        raise TypeError("a kernel tensor has no truth value at compile time; use xl.where or an "
+                        "if on a scalar")
+
+    # methods: the frontend calls these with _sem
+    @builtin
+    def to(self, dtype, bitcast=False, _sem=None):
+        """``x.to(xl.float16)``: convert the elements (``bitcast=True`` reinterprets the bits)."""
+        return _sem.cast(self, unwrap(dtype), bitcast=unwrap(bitcast))
+
+    @builtin
+    def reshape(self, *shape, _sem=None):
+        """``x.reshape(shape)``: only inserting or removing unit dimensions is supported."""
+        if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+            shape = unwrap(shape[0])
+        return _sem.reshape(self, [unwrap(s) for s in shape])
+
+    @builtin
+    def trans(self, *dims, _sem=None):
+        return _sem.permute(self, [unwrap(d) for d in dims] or None)
+
+    @builtin
+    def sum(self, axis=None, keep_dims=False, _sem=None):
+        return _sem.reduce(self, unwrap(axis), "sum", keep_dims=unwrap(keep_dims))
+
+    @builtin
+    def max(self, axis=None, keep_dims=False, _sem=None):
+        return _sem.reduce(self, unwrap(axis), "max", keep_dims=unwrap(keep_dims))
+
+    @builtin
+    def min(self, axis=None, keep_dims=False, _sem=None):
+        return _sem.reduce(self, unwrap(axis), "min", keep_dims=unwrap(keep_dims))
+
+    @builtin
+    def broadcast_to(self, *shape, _sem=None):
+        if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+            shape = unwrap(shape[0])
+        return _sem.broadcast_to(self, [unwrap(s) for s in shape])
+
+
+class pointer_tile(base_value):
+    """A tile of addresses ``base + offsets`` (offsets in elements). ``x_ptr + xl.arange(0, 16)``
+    makes one; ``xl.load`` / ``xl.store`` use it."""
+
+    def __init__(self, base: tensor, offsets: tensor):
+        self.base = base
+        self.offsets = offsets
+
+    @property
+    def dtype(self) -> PointerType:
+        return self.base.handle.type
+
+    @property
+    def shape(self):
+        return self.offsets.shape
+
+    @property
+    def type(self):
+        return VectorType(self.offsets.shape, int64)  # for messages only
+
+    def flatten(self):
+        return [self.base.handle, self.offsets.handle]
+
+    def rebuild(self, handles):
+        return pointer_tile(tensor(handles[0]), tensor(handles[1]))
+
+    def __repr__(self) -> str:
+        return f"pointer_tile<{self.base.handle.type} + {self.offsets.handle.type}>"
+
+
+class tensor_descriptor(base_value):
+    """A block view of a strided tensor in memory (``create_nd_tdesc``), made by
+    ``xl.make_tensor_descriptor``. ``d.load(offsets)``, ``d.store(offsets, v)``,
+    ``d.prefetch(offsets)``, ``d.advance(deltas)``.
+
+    Example::
+
+        a_desc = xl.make_tensor_descriptor(a_ptr, shape=(M, K), strides=(K, 1), block_shape=(BM, BK))
+        a = a_desc.load((m0, k0))
+    """
+
+    def __init__(self, handle, options=None):
+        self.handle = handle
+        self.options = dict(options or {})
+
+    @property
+    def type(self) -> TensorDescType:
+        return self.handle.type
+
+    @property
+    def block_shape(self):
+        return self.type.value_shape
+
+    @property
+    def dtype(self):
+        return self.type.elem
+
+    def flatten(self):
+        return [self.handle]
+
+    def rebuild(self, handles):
+        return tensor_descriptor(handles[0], self.options)
+
+    def __repr__(self) -> str:
+        return f"tensor_descriptor<{self.type}>"
+
+    @builtin
+    def load(self, offsets=None, transpose=False, padding_option="zero", cache_modifier="", packed=None,
+             transpose_bit_width=None, layout=None, l1_hint=None, l2_hint=None, l3_hint=None, _sem=None):
+        return _sem.load_nd(self, offsets, transpose=unwrap(transpose), packed=unwrap(packed),
+                            transpose_bit_width=unwrap(transpose_bit_width), layout=unwrap(layout),
+                            hints=_sem.hints(cache_modifier, l1_hint, l2_hint, l3_hint),
+                            padding_option=unwrap(padding_option))
+
+    @builtin
+    def store(self, offsets, value=None, cache_modifier="", l1_hint=None, l2_hint=None, l3_hint=None,
+              _sem=None):
+        if value is None:  # d.store(value) with the descriptor's own offsets
+            offsets, value = None, offsets
+        return _sem.store_nd(self, offsets, value, hints=_sem.hints(cache_modifier, l1_hint, l2_hint, l3_hint))
+
+    @builtin
+    def prefetch(self, offsets=None, cache_modifier="", l1_hint=None, l2_hint=None, l3_hint=None, _sem=None):
+        return _sem.prefetch_nd(self, offsets, hints=_sem.hints(cache_modifier, l1_hint, l2_hint, l3_hint))
+
+    @builtin
+    def advance(self, deltas, _sem=None):
+        return _sem.advance_nd(self, deltas)
+
+
+class mem_desc(base_value):
+    """A matrix in shared local memory (``xegpu.create_mem_desc``), made by ``xl.alloc_slm``.
+    ``m.load(offsets, shape)``, ``m.store(offsets, value)``."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    @property
+    def type(self) -> MemDescType:
+        return self.handle.type
+
+    @property
+    def shape(self):
+        return self.type.shape
+
+    @property
+    def dtype(self):
+        return self.type.elem
+
+    def flatten(self):
+        return [self.handle]
+
+    def rebuild(self, handles):
+        return mem_desc(handles[0])
+
+    @builtin
+    def load(self, offsets=(0, 0), shape=None, layout=None, subgroup_block_io=False, _sem=None):
+        return _sem.load_matrix(self, offsets, unwrap(shape), layout=unwrap(layout),
+                                subgroup_block_io=unwrap(subgroup_block_io))
+
+    @builtin
+    def store(self, offsets, value, subgroup_block_io=False, _sem=None):
+        return _sem.store_matrix(self, offsets, value, subgroup_block_io=unwrap(subgroup_block_io))
+
+
+class nbarrier(base_value):
+    """A named barrier bound by ``xl.init_nbarrier``."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def flatten(self):
+        return [self.handle]
+
+    def rebuild(self, handles):
+        return nbarrier(handles[0])
+
+    @builtin
+    def arrive(self, _sem=None):
+        return _sem.nbarrier_arrive(self)
+
+    @builtin
+    def wait(self, _sem=None):
+        return _sem.nbarrier_wait(self)
+
+
+__all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "mem_desc", "nbarrier",
+           "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "bfloat16", "float32", "float64", "ALL_DTYPES"]

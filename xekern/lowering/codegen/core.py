@@ -1,0 +1,245 @@
+"""Codegen: lane-level IR to LLVM IR (llvmlite ``ir``), one SPIR-V kernel per function.
+
+A lane-level ``vector<n>`` is held as a Python list of ``n`` LLVM scalars (LLVM's SSA does the
+rest), scalars as one LLVM value, descriptors as small records of LLVM values. Rules are
+looked up by op class in the tables the ``rules_*`` modules register; a missing rule is an
+error naming the op and the target. bf16 lives in ``i16`` and is computed in f32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir import types as T
+from ...ir.core import Op, Value
+from ...ir.types import DType, MemDescType, NBarrierType, PointerType, TensorDescType, VectorType
+from ..rewrite import PassError
+from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
+
+GLOBAL, LOCAL = 1, 3
+
+RULES: Dict[type, Callable] = {}           # op class -> rule, shared by every target
+TARGET_RULES: Dict[str, Dict[type, Callable]] = {}   # codegen family -> op class -> rule
+
+
+def rule(*classes, family: Optional[str] = None):
+    """Register a codegen rule ``fn(cg, op) -> list of results`` for op classes (optionally for
+    one codegen family: ``cpu`` or ``gpu``)."""
+    def deco(fn):
+        table = RULES if family is None else TARGET_RULES.setdefault(family, {})
+        for c in classes:
+            table[c] = fn
+        return fn
+    return deco
+
+
+def ll_type(t) -> ll.Type:
+    """The LLVM type of a scalar dtype in registers (bf16 is carried as i16)."""
+    if isinstance(t, PointerType):
+        return ll.PointerType(addrspace=LOCAL if t.space == "slm" else GLOBAL)
+    if isinstance(t, DType):
+        if t.is_floating:
+            return {16: I16 if t.name == "bf16" else F16, 32: F32, 64: F64}[t.bits]
+        return ll.IntType(t.bits)
+    raise TypeError(f"no LLVM scalar type for {t}")
+
+
+def mem_type(t: DType) -> ll.Type:
+    """The LLVM type of a dtype in memory (booleans are bytes)."""
+    return I8 if t.is_bool else ll_type(t)
+
+
+@dataclass
+class NdDesc:
+    """A 2D (or 1D) block descriptor in registers: base address and the tensor's geometry."""
+
+    base: object                 # ptr addrspace(1)
+    shape: List[object]          # i32 per dimension
+    strides: List[object]        # i32 per dimension (elements)
+    offsets: List[object]        # i32 per dimension
+    type: TensorDescType
+
+
+@dataclass
+class ScatterDesc:
+    base: object                 # ptr
+    offsets: List[object]        # one i64 element offset per slot
+    type: TensorDescType
+
+
+@dataclass
+class SlmMatrix:
+    ptr: object                  # ptr addrspace(3) to the start of the matrix
+    type: MemDescType
+
+
+class CodeGen:
+    """Emits one kernel into an LLVM module."""
+
+    def __init__(self, func: ir.FuncOp, options, family: str):
+        self.func = func
+        self.options = options
+        self.target = options.target
+        self.family = family
+        self.module = ll.Module(name=func.name)
+        self.module.triple = "spirv64-unknown-unknown"
+        self.module.data_layout = ("e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512"
+                                   "-v1024:1024-n8:16:32:64-G1")
+        self.ocl = Builtins(self.module)
+        self.values: Dict[Value, object] = {}
+        self.slm_bytes = 0
+        self.extensions = set()
+        self.rules = dict(RULES)
+        self.rules.update(TARGET_RULES.get(family, {}))
+        self._cache: Dict[tuple, object] = {}
+
+    # ---- module and kernel -----------------------------------------------------------------------
+    def build(self) -> ll.Module:
+        args = self.func.args
+        arg_types = [self._arg_type(a.type) for a in args]
+        fn = ll.Function(self.module, ll.FunctionType(VOID, arg_types), name=self.func.name)
+        fn.calling_convention = "spir_kernel"
+        self.fn = fn
+        entry = fn.append_basic_block("entry")
+        self.b = ll.IRBuilder(entry)
+        for a, v in zip(args, fn.args):
+            v.name = a.hint or "arg"
+            if isinstance(a.type, DType) and a.type.is_bool:
+                v = self.b.trunc(v, I1)
+            self.values[a] = v
+        self.block(self.func.body)
+        sg = self.module.add_metadata([ll.Constant(I32, self.target.sg_size)])
+        wg = self.module.add_metadata([ll.Constant(I32, self.options.workgroup_size), ll.Constant(I32, 1),
+                                       ll.Constant(I32, 1)])
+        fn.set_metadata("intel_reqd_sub_group_size", sg)
+        fn.set_metadata("reqd_work_group_size", wg)
+        return self.module
+
+    def text(self) -> str:
+        """The module as LLVM IR text. llvmlite joins function metadata with commas, which LLVM's
+        parser rejects on definitions; they are space-separated there."""
+        return str(self.module).replace(", !reqd_work_group_size", " !reqd_work_group_size")
+
+    def _arg_type(self, t):
+        if isinstance(t, DType) and t.is_bool:
+            return I8
+        return ll_type(t)
+
+    def block(self, block: ir.Block) -> None:
+        for op in block.ops:
+            self.op(op)
+
+    def op(self, op: Op) -> None:
+        fn = None
+        for cls in type(op).__mro__:
+            fn = self.rules.get(cls)
+            if fn is not None:
+                break
+        if fn is None:
+            raise PassError(f"codegen: no rule for '{op.op_name}' on target {self.target.name}", op)
+        try:
+            res = fn(self, op)
+        except PassError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AssertionError) as e:
+            raise PassError(f"codegen: '{op.op_name}' on {self.target.name}: {type(e).__name__}: {e}", op) from e
+        for r, v in zip(op.results, res or []):
+            self.values[r] = v
+
+    # ---- values -----------------------------------------------------------------------------------
+    def get(self, v: Value):
+        return self.values[v]
+
+    def slots(self, v: Value) -> List:
+        """The per-slot LLVM values of a lane-level vector (a scalar counts as one slot)."""
+        x = self.values[v]
+        return list(x) if isinstance(x, list) else [x]
+
+    def const(self, t: DType, value):
+        lt = ll_type(t)
+        if t.name == "bf16":
+            return ll.Constant(I16, f32_to_bf16_bits(float(value)))
+        if t.is_floating:
+            return ll.Constant(lt, float(value))
+        if t.is_bool:
+            return ll.Constant(I1, int(bool(value)))
+        return ll.Constant(lt, int(value) & ((1 << t.bits) - 1))
+
+    def i32(self, v: int):
+        return ll.Constant(I32, int(v))
+
+    def call(self, name, ret, args, convergent=False):
+        return self.ocl.call(self.b, name, ret, args, convergent)
+
+    # ---- ids (cached in the entry block) ------------------------------------------------------------
+    def cached(self, key, make):
+        v = self._cache.get(key)
+        if v is None:
+            v = self._cache[key] = make()
+        return v
+
+    def lane_id(self):
+        return self.cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
+
+    def sg_id(self):
+        return self.cached("sg_id", lambda: self.call("_Z16get_sub_group_idv", I32, []))
+
+    # ---- int helpers -------------------------------------------------------------------------------
+    def to_i64(self, v, signed=True):
+        if v.type == I64:
+            return v
+        return self.b.sext(v, I64) if signed else self.b.zext(v, I64)
+
+    def to_i32(self, v, signed=True):
+        if v.type == I32:
+            return v
+        if v.type.width > 32:
+            return self.b.trunc(v, I32)
+        return self.b.sext(v, I32) if signed else self.b.zext(v, I32)
+
+    def gep(self, base, elem: ll.Type, index):
+        return self.b.gep(base, [index], source_etype=elem)
+
+    def masked(self, mask, then: Callable[[], object], otherwise=None):
+        """``mask ? then() : otherwise`` with ``then`` run only where ``mask`` holds (a branch)."""
+        if isinstance(mask, ll.Constant) and mask.constant in (1, True):
+            return then()
+        if isinstance(mask, ll.Constant) and mask.constant in (0, False):
+            return otherwise
+        cur = self.b.block
+        on = self.fn.append_basic_block("on")
+        done = self.fn.append_basic_block("done")
+        self.b.cbranch(mask, on, done)
+        self.b.position_at_end(on)
+        v = then()
+        end = self.b.block
+        self.b.branch(done)
+        self.b.position_at_end(done)
+        if v is None or otherwise is None:
+            return None
+        phi = self.b.phi(v.type)
+        phi.add_incoming(v, end)
+        phi.add_incoming(otherwise, cur)
+        return phi
+
+
+def f32_to_bf16_bits(x: float) -> int:
+    import struct
+    import math
+    if math.isnan(x):
+        return 0x7FC0
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    rounding = ((bits >> 16) & 1) + 0x7FFF
+    return ((bits + rounding) >> 16) & 0xFFFF
+
+
+def generate(func: ir.FuncOp, options) -> "CodeGen":
+    """Build the LLVM module of lane-level ``func`` for ``options.target``."""
+    from . import rules_arith, rules_memory  # noqa: F401  (register rules)
+    family = "cpu" if options.target.is_cpu else "gpu"
+    cg = CodeGen(func, options, family)
+    cg.build()
+    return cg

@@ -1,0 +1,245 @@
+"""Codegen rules for memory through addresses: scalar pointers, scattered descriptors (gathers,
+scatters, atomics), and matrices in shared local memory. Every masked access is a branch, so a
+masked-off address is never touched."""
+from __future__ import annotations
+
+from typing import List
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir import types as T
+from ...ir.layout import lane_slot_offsets, lane_splits
+from ...ir.types import DType, MemDescType, VectorType, elem_of
+from ..rewrite import PassError
+from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, ll_type, mem_type, rule
+from .ocl import I1, I8, I32, I64
+
+
+def load_elem(cg: CodeGen, ptr, t: DType):
+    v = cg.b.load(ptr, typ=mem_type(t), align=max(1, t.itemsize))
+    return cg.b.trunc(v, I1) if t.is_bool else v
+
+
+def store_elem(cg: CodeGen, v, ptr, t: DType):
+    if t.is_bool:
+        v = cg.b.zext(v, I8)
+    cg.b.store(v, ptr, align=max(1, t.itemsize))
+
+
+def zero(t: DType):
+    if t.is_floating and t.name != "bf16":
+        return ll.Constant(ll_type(t), 0.0)
+    return ll.Constant(ll_type(t), 0)
+
+
+@rule(ir.AddPtrOp)
+def _addptr(cg: CodeGen, op: ir.AddPtrOp):
+    p, off = (cg.get(v) for v in op.operands)
+    return [cg.gep(p, mem_type(op.result.type.elem), cg.to_i64(off, op.operands[1].type.is_signed))]
+
+
+# ---- scattered access ------------------------------------------------------------------------------
+
+@rule(ir.CreateTDescOp)
+def _create_tdesc(cg: CodeGen, op: ir.CreateTDescOp):
+    base, offs = op.operands
+    signed = elem_of(offs.type).is_signed
+    return [ScatterDesc(cg.get(base), [cg.to_i64(o, signed) for o in cg.slots(offs)], op.result.type)]
+
+
+@rule(ir.UpdateOffsetOp)
+def _update_offset(cg: CodeGen, op: ir.UpdateOffsetOp):
+    d = cg.get(op.operands[0])
+    delta = cg.slots(op.operands[1])
+    signed = elem_of(op.operands[1].type).is_signed
+    return [ScatterDesc(d.base, [cg.b.add(a, cg.to_i64(x, signed)) for a, x in zip(d.offsets, delta)], d.type)]
+
+
+def _addresses(cg: CodeGen, d: ScatterDesc) -> List:
+    et = mem_type(d.type.elem)
+    return [cg.gep(d.base, et, o) for o in d.offsets]
+
+
+@rule(ir.LoadGatherOp)
+def _load_gather(cg: CodeGen, op: ir.LoadGatherOp):
+    d: ScatterDesc = cg.get(op.operands[0])
+    masks = cg.slots(op.operands[1])
+    t = d.type.elem
+    other = cg.slots(op.operands[2]) if len(op.operands) > 2 else None
+    chunk = d.type.chunk_size
+    et = mem_type(t)
+    out = []
+    for i, (p, m) in enumerate(zip(_addresses(cg, d), masks)):
+        for c in range(chunk):
+            q = p if c == 0 else cg.gep(p, et, ll.Constant(I64, c))
+            k = i * chunk + c
+            fallback = other[k] if other is not None else zero(t)
+            out.append(cg.masked(m, lambda q=q: load_elem(cg, q, t), fallback))
+    return [out]
+
+
+@rule(ir.StoreScatterOp)
+def _store_scatter(cg: CodeGen, op: ir.StoreScatterOp):
+    vals = cg.slots(op.operands[0])
+    d: ScatterDesc = cg.get(op.operands[1])
+    masks = cg.slots(op.operands[2])
+    t = d.type.elem
+    chunk = d.type.chunk_size
+    et = mem_type(t)
+    for i, (p, m) in enumerate(zip(_addresses(cg, d), masks)):
+        def st(p=p, i=i):
+            for c in range(chunk):
+                q = p if c == 0 else cg.gep(p, et, ll.Constant(I64, c))
+                store_elem(cg, vals[i * chunk + c], q, t)
+        cg.masked(m, st)
+    return []
+
+
+@rule(ir.PrefetchOp)
+def _prefetch(cg: CodeGen, op):
+    return []  # a cache hint; the CPU device has no use for it and IGC 12504 has no SPIR-V prefetch for it
+
+
+_ATOMIC_INT = {"add": "add", "max": "max", "min": "min", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg"}
+_ATOMIC_UINT = dict(_ATOMIC_INT, max="umax", min="umin")
+_ATOMIC_FLOAT = {"add": "fadd", "max": "fmax", "min": "fmin", "xchg": "xchg"}
+_ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+_SCOPE = {"gpu": "device", "cta": "workgroup", "sys": "all_svm_devices"}
+
+
+@rule(ir.AtomicRMWOp)
+def _atomic(cg: CodeGen, op: ir.AtomicRMWOp):
+    d: ScatterDesc = cg.get(op.operands[0])
+    vals = cg.slots(op.operands[1])
+    masks = cg.slots(op.operands[2])
+    cmps = cg.slots(op.operands[3]) if len(op.operands) > 3 else None
+    t = d.type.elem
+    order = _ORDER[op.attrs.get("sem", "acq_rel")]
+    scope = _SCOPE[op.attrs.get("scope", "gpu")]
+    ordering = f'syncscope("{scope}") {order}' if scope != "all_svm_devices" else order
+    kind = op.kind
+    table = _ATOMIC_FLOAT if t.is_floating else (_ATOMIC_INT if t.is_signed else _ATOMIC_UINT)
+    if kind != "cas" and kind not in table:
+        raise PassError(f"codegen: atomic {kind} on {t.user_name} is not supported", op)
+    if t.is_floating and kind in ("add", "max", "min"):
+        cg.extensions.add("SPV_EXT_shader_atomic_float_add" if kind == "add" else
+                          "SPV_EXT_shader_atomic_float_min_max")
+    out = []
+    for i, (p, m) in enumerate(zip(_addresses(cg, d), masks)):
+        def do(p=p, i=i):
+            if kind == "cas":
+                pair = cg.b.cmpxchg(p, cmps[i], vals[i], ordering, _fail_order(ordering))
+                return cg.b.extract_value(pair, 0)
+            v = vals[i]
+            return cg.b.atomic_rmw(table[kind], p, v, ordering)
+        out.append(cg.masked(m, do, zero(t)))
+    return [out]
+
+
+def _fail_order(ordering: str) -> str:
+    # a failed cmpxchg only reads: it may not have release semantics
+    return ordering.replace("acq_rel", "acquire").replace("release", "monotonic")
+
+
+# ---- shared local memory -------------------------------------------------------------------------
+
+@rule(ir.CreateMemDescOp)
+def _create_mem_desc(cg: CodeGen, op: ir.CreateMemDescOp):
+    t: MemDescType = op.result.type
+    nbytes = max(t.nbytes, 1)
+    align = 64
+    cg.slm_bytes = (cg.slm_bytes + align - 1) // align * align + nbytes
+    if cg.slm_bytes > cg.target.slm_bytes:
+        raise PassError(f"the kernel needs {cg.slm_bytes} bytes of shared local memory; "
+                        f"{cg.target.name} has {cg.target.slm_bytes} per workgroup", op)
+    g = ll.GlobalVariable(cg.module, ll.ArrayType(I8, nbytes), name=f"slm{len(cg.module.global_values)}",
+                          addrspace=LOCAL)
+    g.linkage = "internal"
+    g.align = align
+    g.initializer = ll.Constant(ll.ArrayType(I8, nbytes), ll.Undefined)  # SLM cannot be initialized
+    g.type = ll.PointerType(addrspace=LOCAL)  # llvmlite defaults globals to typed pointers; LLVM 22 has none
+    return [SlmMatrix(g, t)]
+
+
+def slm_offset(cg: CodeGen, m: MemDescType, coords: List):
+    """Element offset (i32) of ``coords`` in an SLM matrix with its @block / @strides layout."""
+    b = cg.b
+    c = lambda v: ll.Constant(I32, v)
+    if m.block is not None:
+        nblk = [s // k for s, k in zip(m.shape, m.block)]
+        blk, inner = None, None
+        bsize = 1
+        for k in m.block:
+            bsize *= k
+        for d, (x, k) in enumerate(zip(coords, m.block)):
+            q, r = b.udiv(x, c(k)), b.urem(x, c(k))
+            blk = q if blk is None else b.add(b.mul(blk, c(nblk[d])), q)
+            inner = r if inner is None else b.add(b.mul(inner, c(k)), r)
+        return b.add(b.mul(blk, c(bsize)), inner)
+    strides = m.strides if m.strides is not None else m.row_major_strides
+    off = None
+    for x, s in zip(coords, strides):
+        term = b.mul(x, c(s)) if s != 1 else x
+        off = term if off is None else b.add(off, term)
+    return off
+
+
+def lane_base(cg: CodeGen, layout, block) -> List:
+    """Each kept dimension's first element owned by this lane: ``(coord * lane_data) % block``."""
+    root = layout.root
+    key = ("lane_base", root.lane_layout, root.dim_order, layout.kept_dims, tuple(block), root.lane_data)
+
+    def make():
+        lid = cg.lane_id()
+        coords = [None] * root.rank
+        stride = 1
+        for d in root.dim_order:
+            coords[d] = cg.b.urem(cg.b.udiv(lid, cg.i32(stride)), cg.i32(root.lane_layout[d]))
+            stride *= root.lane_layout[d]
+        out = []
+        for i, s in enumerate(lane_splits(layout, block)):
+            x = coords[layout.kept_dims[i]]
+            out.append(cg.b.urem(cg.b.mul(x, cg.i32(s.data)), cg.i32(s.size)))
+        return out
+    return cg.cached(key, make)
+
+
+def slot_coords(cg: CodeGen, tile: VectorType, offsets: List) -> List[List]:
+    """Per slot, the coordinates (i32) of the element it holds: offsets + lane base + slot offset."""
+    base = lane_base(cg, tile.layout, tile.shape)
+    starts = [cg.b.add(o, bv) for o, bv in zip(offsets, base)]
+    return [[cg.b.add(s, cg.i32(x)) if x else s for s, x in zip(starts, so)]
+            for so in lane_slot_offsets(tile.layout, tile.shape)]
+
+
+def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> List:
+    et = mem_type(m.type.elem)
+    if tile is None:
+        return [cg.gep(m.ptr, et, cg.to_i64(slm_offset(cg, m.type, offsets), False))]
+    lead = len(offsets) - tile.rank
+    coords = slot_coords(cg, tile, offsets[lead:])
+    return [cg.gep(m.ptr, et, cg.to_i64(slm_offset(cg, m.type, offsets[:lead] + c), False)) for c in coords]
+
+
+@rule(ir.LoadMatrixOp)
+def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
+    m: SlmMatrix = cg.get(op.operands[0])
+    offsets = [cg.to_i32(cg.get(v)) for v in op.operands[1:]]
+    tiles = op.attrs.get("tiles") or ()
+    tile = tiles[0] if tiles else None
+    ptrs = _matrix_addresses(cg, m, op, offsets, tile)
+    vals = [load_elem(cg, p, m.type.elem) for p in ptrs]
+    return [vals if tile is not None else vals[0]]
+
+
+@rule(ir.StoreMatrixOp)
+def _store_matrix(cg: CodeGen, op: ir.StoreMatrixOp):
+    m: SlmMatrix = cg.get(op.operands[1])
+    offsets = [cg.to_i32(cg.get(v)) for v in op.operands[2:]]
+    tiles = op.attrs.get("tiles") or ()
+    tile = tiles[0] if tiles else None
+    vals = cg.slots(op.operands[0])
+    for v, p in zip(vals, _matrix_addresses(cg, m, op, offsets, tile)):
+        store_elem(cg, v, p, m.type.elem)
+    return []

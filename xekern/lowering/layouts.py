@@ -1,0 +1,197 @@
+"""Layout constructors the passes use: defaults for a tile shape, DPAS operand layouts from the
+target's tables, canonical slices, permutations, and completion of user-given layouts."""
+from __future__ import annotations
+
+from math import prod
+from typing import Optional, Sequence, Tuple
+
+from ..ir.layout import Layout, LayoutError, SliceLayout, verify_layout
+from ..ir.types import DType
+from ..targets import Target
+
+
+def _data_one(root: Layout, dims) -> Layout:
+    def fix(field):
+        if field is None:
+            return None
+        return tuple(1 if i in dims else v for i, v in enumerate(field))
+    return root.replace(sg_data=fix(root.sg_data), inst_data=fix(root.inst_data), lane_data=fix(root.lane_data))
+
+
+def unit_dims(layout, shape: Sequence[int]):
+    """``layout`` for a tile where the size-1 dimensions of ``shape`` hold one (replicated) element."""
+    ones = [i for i, s in enumerate(shape) if s == 1]
+    if not ones:
+        return layout
+    if isinstance(layout, SliceLayout):
+        kept = layout.kept_dims
+        return SliceLayout(_data_one(layout.root, [kept[i] for i in ones]), layout.dims)
+    return _data_one(layout, ones)
+
+
+def make_slice(layout, dims: Sequence[int]) -> SliceLayout:
+    """The canonical layout of a tile with ``layout`` after dimensions ``dims`` are removed.
+
+    Slices of slices flatten onto the root layout, and the removed dimensions' data sizes are
+    normalized to 1, so equal distributions compare equal.
+    """
+    if isinstance(layout, SliceLayout):
+        kept = layout.kept_dims
+        root_dims = sorted(set(layout.dims) | {kept[d] for d in dims})
+        return SliceLayout(_data_one(layout.root, root_dims), tuple(root_dims))
+    return SliceLayout(_data_one(layout, list(dims)), tuple(sorted(dims)))
+
+
+def unslice(layout, dim: int, size: int = 1):
+    """The layout of ``x[..., None, ...]`` (a unit dimension inserted at ``dim``) where ``x`` has the
+    slice ``layout`` whose root has that dimension. Returns None when it is not a slice there."""
+    if not isinstance(layout, SliceLayout):
+        return None
+    kept = list(layout.kept_dims)
+    # the root dim that becomes visible again: the sliced root dim positioned at ``dim``
+    candidates = [d for d in layout.dims]
+    for rd in candidates:
+        new_kept = sorted(kept + [rd])
+        if new_kept.index(rd) == dim:
+            rest = tuple(d for d in layout.dims if d != rd)
+            root = layout.root
+            return SliceLayout(root, rest) if rest else root
+    return None
+
+
+def permute_layout(layout: Layout, perm: Sequence[int]) -> Layout:
+    """``layout`` of a tile whose dimensions are permuted by ``perm`` (result dim i = source perm[i])."""
+    if isinstance(layout, SliceLayout):
+        raise LayoutError("transposing a sliced tile is not supported")
+
+    def p(field):
+        return None if field is None else tuple(field[i] for i in perm)
+    inv = {old: new for new, old in enumerate(perm)}
+    order = tuple(inv[d] for d in layout.dim_order)
+    return Layout(p(layout.sg_layout), p(layout.sg_data), p(layout.inst_data), p(layout.lane_layout),
+                  p(layout.lane_data), order)
+
+
+def _split_lanes(shape, sg: int) -> Tuple[int, ...]:
+    """Lanes along the last dimension first (coalesced rows), the rest on earlier dimensions."""
+    lanes = [1] * len(shape)
+    left = sg
+    for d in reversed(range(len(shape))):
+        take = min(left, shape[d]) if d > 0 else left
+        take = max(1, take)
+        lanes[d] = take
+        left //= take
+        if left == 1:
+            break
+    if left > 1:
+        lanes[-1] *= left
+    return tuple(lanes)
+
+
+def _split_subgroups(shape, lanes, G: int) -> Tuple[int, ...]:
+    """Subgroups over the outer dimensions first, as far as they divide the lane blocks."""
+    sgs = [1] * len(shape)
+    left = G
+    for d in range(len(shape)):
+        room = max(1, shape[d] // lanes[d])
+        take = 1
+        while take * 2 <= min(room, left) and left % (take * 2) == 0:
+            take *= 2
+        sgs[d] = take
+        left //= take
+    if left > 1:
+        sgs[0] *= left  # replicate across the extra subgroups
+    return tuple(sgs)
+
+
+def default_layout(shape: Sequence[int], num_subgroups: int, sg_size: int) -> Layout:
+    """The layout of a tile no anchor constrains: lanes along rows, subgroups down the columns."""
+    shape = tuple(shape)
+    lanes = _split_lanes(shape, sg_size)
+    sgs = _split_subgroups(shape, lanes, num_subgroups)
+    sg_data = tuple(max(s // g, min(s, l)) for s, g, l in zip(shape, sgs, lanes))
+    r = len(shape)
+    return Layout(sg_layout=sgs, sg_data=sg_data, lane_layout=lanes, lane_data=(1,) * r,
+                  order=tuple(reversed(range(r))))
+
+
+def _grid_for(M: int, N: int, m: int, n: int, G: int) -> Tuple[int, int]:
+    """``sg_layout`` for a DPAS result tile: divides the tile into DPAS-sized pieces, squarest first."""
+    best = None
+    for sm in [1 << i for i in range(G.bit_length())]:
+        if G % sm:
+            continue
+        sn = G // sm
+        fits = M % (sm * m) == 0 and N % (sn * n) == 0
+        score = (not fits, abs((M // sm) - (N // sn)), -sm)
+        if best is None or score < best[0]:
+            best = (score, (sm, sn))
+    return best[1]
+
+
+def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
+    """Workgroup layouts of A [M, K], B [K, N] and C [M, N] for a DPAS product on ``target``.
+
+    The three share ``sg_layout`` (A is replicated along the subgroup columns, B along the rows),
+    ``inst_data`` is the target's DPAS shape, and lane data follow the DPAS operand fragments:
+    A packs ``32 / bits`` elements per lane when the sub-group is narrower than K, B is VNNI
+    (``lane_data = [32 / bits, 1]``).
+    """
+    shape = target.dpas_shape(elem)
+    if shape is None:
+        raise LayoutError(f"{target.name} has no DPAS for {elem.user_name}")
+    sg = target.sg_size
+    sm, sn = _grid_for(M, N, shape.m, shape.n, G)
+    dm, dn = max(M // sm, shape.m), max(N // sn, shape.n)
+    a_lane_data = max(1, shape.k // sg)             # K elements spread over sg lanes
+    pack = max(1, 32 // elem.bits)                  # VNNI rows packed into 32 bits
+    order = (1, 0)
+    a_rows = max(1, sg // (shape.k // a_lane_data))  # tf32: 8 K-columns over 16 lanes -> 2 rows
+    lc = Layout(sg_layout=(sm, sn), sg_data=(dm, dn), inst_data=(shape.m, shape.n), lane_layout=(1, sg),
+                lane_data=(1, 1), order=order)
+    la = Layout(sg_layout=(sm, sn), sg_data=(dm, K), inst_data=(shape.m, shape.k),
+                lane_layout=(a_rows, sg // a_rows), lane_data=(1, a_lane_data), order=order)
+    lb = Layout(sg_layout=(sm, sn), sg_data=(K, dn), inst_data=(shape.k, shape.n), lane_layout=(1, sg),
+                lane_data=(pack if elem.bits < 32 else 1, 1), order=order)
+    return la, lb, lc
+
+
+def nd_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layout:
+    """A layout for a descriptor tile no DPAS anchors: rows of ``sg`` lanes, 2D-block-sized blocks."""
+    base = default_layout(shape, G, target.sg_size)
+    if len(shape) != 2:
+        return base
+    sgd = base.sg_data
+    rows = min(sgd[0], 8)
+    cols = min(sgd[1], max(target.sg_size, 16 * 4 // elem.itemsize if elem.itemsize < 4 else 16))
+    cols = max(cols, min(sgd[1], target.sg_size))
+    lanes = (1, target.sg_size) if sgd[1] >= target.sg_size else base.lane_layout
+    return base.replace(inst_data=(rows, cols), lane_layout=lanes)
+
+
+def complete_layout(layout, shape: Sequence[int], num_subgroups: int, sg_size: int):
+    """Fill what a user may leave out (``sg_data``, ``lane_data``, ``order``) and verify."""
+    if isinstance(layout, SliceLayout):
+        verify_layout(layout, shape, sg_size=sg_size, num_subgroups=num_subgroups)
+        return layout
+    r = len(shape)
+    kw = {}
+    if layout.order is None:
+        kw["order"] = tuple(reversed(range(r)))
+    if layout.lane_layout is not None and layout.lane_data is None:
+        kw["lane_data"] = (1,) * r
+    if layout.sg_layout is None:
+        d = default_layout(shape, num_subgroups, sg_size)
+        kw["sg_layout"], kw["sg_data"] = d.sg_layout, None
+        if layout.lane_layout is None:
+            kw["lane_layout"], kw["lane_data"] = d.lane_layout, d.lane_data
+    elif layout.sg_data is None:
+        kw["sg_data"] = tuple(max(1, s // g) for s, g in zip(shape, layout.sg_layout))
+    if layout.lane_layout is None and "lane_layout" not in kw:
+        d = default_layout(shape, num_subgroups, sg_size)
+        kw["lane_layout"], kw["lane_data"] = d.lane_layout, d.lane_data
+    out = layout.replace(**kw) if kw else layout
+    if out.sg_data is None:
+        out = out.replace(sg_data=tuple(max(1, s // g) for s, g in zip(shape, out.sg_layout)))
+    verify_layout(out, shape, sg_size=sg_size, num_subgroups=num_subgroups)
+    return out

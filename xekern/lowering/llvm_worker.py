@@ -1,0 +1,88 @@
+"""The LLVM worker: a separate process that turns LLVM IR text into optimized SPIR-V.
+
+LLVM aborts the whole process on some inputs (this llvmlite's LLVM is built with assertions),
+so xekern never runs it in the user's process by default: ``llvm.py`` talks to this worker
+over its stdin/stdout. Requests and replies are length-prefixed pickles:
+``(llir_text, opt_level, want_optimized_llir)`` -> ``("ok", spirv_bytes, llir) | ("error", message)``.
+
+Run by ``python -m xekern.lowering.llvm_worker``; it exits when its stdin closes.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import sys
+
+# the SPIR-V extensions codegen may use; set once (LLVM's option is process-wide and cumulative).
+# The backend declares in a module only those the module needs. Never "all": that adds
+# FPFastMathDefault execution modes IGC 12504 rejects (HARDWARE.md).
+SPIRV_EXTENSIONS = (
+    "SPV_INTEL_subgroups", "SPV_EXT_shader_atomic_float_add", "SPV_EXT_shader_atomic_float_min_max",
+    "SPV_INTEL_inline_assembly", "SPV_INTEL_split_barrier", "SPV_KHR_expect_assume",
+    "SPV_INTEL_function_pointers",
+)
+
+_TM = None
+
+
+def init() -> None:
+    global _TM
+    import llvmlite.binding as llvm
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.set_option("", "--spirv-ext=" + ",".join("+" + e for e in SPIRV_EXTENSIONS))
+    _TM = llvm.Target.from_triple("spirv64-unknown-unknown").create_target_machine(opt=2)
+
+
+def compile_llir(text: str, opt_level: int = 2, want_llir: bool = True):
+    """LLVM IR text -> (SPIR-V bytes, optimized LLVM IR text). Raises RuntimeError on bad IR."""
+    import llvmlite.binding as llvm
+    if _TM is None:
+        init()
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    if opt_level > 0:
+        pto = llvm.PipelineTuningOptions(speed_level=opt_level)
+        pb = llvm.PassBuilder(_TM, pto)
+        pb.getModulePassManager().run(mod, pb)
+    llir = str(mod) if want_llir else ""
+    spirv = _TM.emit_object(mod)
+    return spirv, llir
+
+
+def _read(f, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = f.read(n - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def serve(inp, out) -> None:
+    init()
+    out.write(struct.pack("<Q", 0))  # ready
+    out.flush()
+    while True:
+        try:
+            n = struct.unpack("<Q", _read(inp, 8))[0]
+            req = pickle.loads(_read(inp, n))
+        except EOFError:
+            return
+        try:
+            spirv, llir = compile_llir(*req)
+            reply = ("ok", spirv, llir)
+        except Exception as e:  # a malformed module: report it, keep serving
+            reply = ("error", f"{type(e).__name__}: {e}")
+        data = pickle.dumps(reply)
+        out.write(struct.pack("<Q", len(data)) + data)
+        out.flush()
+
+
+if __name__ == "__main__":
+    # keep stdout for replies only: anything LLVM prints goes to stderr
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    serve(sys.stdin.buffer, out)

@@ -1,0 +1,175 @@
+"""The compilation pipeline: one ordered list of named stages, the IR verified after each.
+
+``compile_kernel`` runs them and returns every stage's text (``kernel.asm``) and the SPIR-V.
+
+    xegpu ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst ─sg-to-lane─▶ lane
+          ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .. import ir
+from ..errors import CompilationError
+from ..ir.core import IRError
+from ..targets import Target
+from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
+from .rewrite import PassError
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a compilation depends on besides the source and the signature."""
+
+    target: Target
+    num_subgroups: int = 4
+    grf_mode: Optional[int] = None     # 128 or 256 registers per thread (GPU targets); None: automatic
+    debug: bool = False                # keep device_print / device_assert
+    opt_level: int = 2
+
+    @property
+    def key(self) -> tuple:
+        """What distinguishes two compilations besides source and signature."""
+        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level)
+
+    @property
+    def sg_size(self) -> int:
+        return self.target.sg_size
+
+    @property
+    def workgroup_size(self) -> int:
+        return self.num_subgroups * self.target.sg_size
+
+
+# The IR passes, in order: (stage name printed by kernel.asm, pass entry point).
+PASSES: List[Tuple[str, Callable]] = [
+    ("layout", propagate_layout.run),
+    ("sg", wg_to_sg.run),
+    ("inst", blocking.run),
+    ("lane", sg_to_lane.run),
+]
+
+
+@dataclass
+class Compiled:
+    """A compiled kernel: its SPIR-V, the text of every stage, and facts the launcher needs."""
+
+    name: str
+    spirv: bytes
+    asm: "Asm"
+    workgroup_size: int
+    sg_size: int
+    slm_bytes: int
+    timings: Dict[str, float] = field(default_factory=dict)
+
+
+def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
+    op = getattr(e, "op", None)
+    loc = getattr(op, "loc", None)
+    msg = f"{stage}: {e}"
+    if loc is not None:
+        import linecache
+        return CompilationError(msg, loc.file, loc.line, loc.col, linecache.getline(loc.file, loc.line) or None,
+                                loc.func)
+    return CompilationError(msg)
+
+
+def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str, float],
+               dump=None) -> ir.FuncOp:
+    """Run ``PASSES`` on workgroup IR; record each stage's text in ``asm`` (lazily printable)."""
+    func.attrs["level"] = "wg"
+    try:
+        ir.verify_func(func)
+    except IRError as e:
+        raise _fail(func, "xegpu", e) from e
+    asm["xegpu"] = func
+    for name, fn in PASSES:
+        t0 = time.perf_counter()
+        try:
+            func = fn(func, options)
+            ir.verify_func(func)
+        except (PassError, IRError, ir.LayoutError) as e:
+            raise _fail(func, name, e) from e
+        timings[name] = time.perf_counter() - t0
+        asm[name] = func
+        if dump is not None:
+            dump(name, asm[name])
+    return func
+
+
+class Asm(Mapping):
+    """``kernel.asm``: stage name -> text. IR stages are printed on first access, since printing
+    every stage of every compile would cost more than compiling."""
+
+    def __init__(self):
+        self._items: Dict[str, object] = {}
+
+    def __setitem__(self, stage: str, value) -> None:
+        self._items[stage] = value
+
+    def __getitem__(self, stage: str) -> str:
+        v = self._items[stage]
+        if isinstance(v, ir.FuncOp):
+            v = self._items[stage] = ir.print_func(v)
+        elif callable(v):
+            v = self._items[stage] = v()
+        return v
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __repr__(self):
+        return f"Asm({', '.join(self._items)})"
+
+
+def spirv_text(spirv: bytes) -> str:
+    """SPIR-V disassembly with ``spirv-dis`` when it is installed, else a note."""
+    import shutil
+    import subprocess
+    tool = shutil.which("spirv-dis")
+    if tool is None:
+        return f"; {len(spirv)} bytes of SPIR-V (install spirv-tools for a disassembly)\n"
+    r = subprocess.run([tool, "-", "-o", "-"], input=spirv, capture_output=True)
+    return r.stdout.decode() if r.returncode == 0 else f"; spirv-dis failed: {r.stderr.decode()}"
+
+
+def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
+    """Source -> SPIR-V for one specialization. Raises CompilationError on any user mistake."""
+    from ..frontend import compile_to_ir
+    from . import llvm as llvm_stage
+    from .codegen.core import generate
+    timings: Dict[str, float] = {}
+    asm = Asm()
+    t0 = time.perf_counter()
+    func = compile_to_ir(jit, signature, options)
+    timings["frontend"] = time.perf_counter() - t0
+    if dump is not None:
+        dump("xegpu", func)
+    lane = run_passes(func, options, asm, timings, dump)
+    t0 = time.perf_counter()
+    try:
+        cg = generate(lane, options)
+    except PassError as e:
+        raise _fail(lane, "codegen", e) from e
+    llir = cg.text()
+    timings["codegen"] = time.perf_counter() - t0
+    asm["llir"] = llir
+    t0 = time.perf_counter()
+    try:
+        spirv, opt_llir = llvm_stage.to_spirv(llir, options.opt_level, want_llir=True)
+    except llvm_stage.LLVMError as e:
+        raise CompilationError(f"LLVM could not compile kernel '{func.name}' for {options.target.name}: {e}\n"
+                               f"(this is a bug in xekern's codegen; please report it with the kernel)") from None
+    timings["llvm"] = time.perf_counter() - t0
+    asm["llir"] = opt_llir
+    asm["llir_unoptimized"] = llir
+    asm["spirv"] = lambda: spirv_text(spirv)
+    if dump is not None:
+        dump("llir", opt_llir)
+    return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings)

@@ -1,0 +1,165 @@
+"""Pass ``wg-to-sg``: distribute workgroup tiles to subgroups by ``sg_layout``/``sg_data``/``order``.
+
+Subgroup ``s`` owns, along each dimension ``i``, the ``sg_data[i]`` elements starting at
+``(coord_i(s) * sg_data[i]) % size[i]``, and again every ``sg_layout[i] * sg_data[i]`` elements
+when the tile is larger (round-robin: several pieces per subgroup). Reductions across
+subgroups and layout conversions exchange data through shared local memory (seed 001's
+cooperative ``store_matrix`` / ``load_matrix``), between two barriers.
+
+Example: ``vector<128xf32, sg_layout = [4], sg_data = [32]>`` becomes, in subgroup ``s``,
+``vector<32xf32>`` starting at element ``32 * s``.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Dict, List, Optional, Tuple
+
+from .. import ir
+from ..ir import types as T
+from ..ir.core import Op, Value
+from ..ir.layout import Layout, SliceLayout, sg_splits
+from ..ir.types import MemDescType, TensorDescType, VectorType
+from .distribute import Split, Splitter, combine_kind
+from .rewrite import PassError
+
+
+class WgToSg(Splitter):
+    NAME = "wg-to-sg"
+    LEVEL = "sg"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._sg_id: Optional[Value] = None
+        self._coords: Dict[tuple, List[Value]] = {}
+        self._bases: Dict[tuple, Value] = {}
+        self._owners: Dict[tuple, Optional[Value]] = {}
+
+    # ---- subgroup coordinates (computed once, in the function's entry) ---------------------------
+    def sg_id(self) -> Value:
+        if self._sg_id is None:
+            with self.at_prologue():
+                self._sg_id = self.b(ir.SubgroupIdOp)
+        return self._sg_id
+
+    def coords(self, root: Layout) -> List[Value]:
+        key = (root.sg_layout, root.dim_order)
+        if key not in self._coords:
+            sid = self.sg_id()
+            out = [None] * root.rank
+            stride = 1
+            with self.at_prologue():
+                for d in root.dim_order:
+                    out[d] = self.irem(self.idiv(sid, stride), root.sg_layout[d])
+                    stride *= root.sg_layout[d]
+            self._coords[key] = out
+        return self._coords[key]
+
+    def base(self, layout, shape) -> Tuple:
+        root = layout.root
+        coords = self.coords(root)
+        kept = layout.kept_dims
+        out = []
+        for i, s in enumerate(sg_splits(layout, shape)):
+            c = coords[kept[i]]
+            key = (id(c), s.data, s.size)
+            if key not in self._bases:
+                with self.at_prologue():
+                    self._bases[key] = self.irem(self.imul(c, s.data), s.size) if s.size > 0 else 0
+            out.append(self._bases[key])
+        return tuple(out)
+
+    # ---- splitting --------------------------------------------------------------------------------
+    def split(self, t) -> Optional[Split]:
+        if not isinstance(t, (VectorType, TensorDescType)) or t.layout is None:
+            return None
+        layout, shape = t.layout, tuple(t.shape)
+        if not layout.is_wg:
+            raise PassError(f"wg-to-sg: {t} has no sg_layout")
+        splits = sg_splits(layout, shape)
+        piece_shape = tuple(s.data for s in splits)
+        grid = tuple(s.rounds for s in splits)
+        origins = [tuple(r * s.unit for r, s in zip(idx, splits))
+                   for idx in itertools.product(*[range(g) for g in grid])]
+        piece = t.with_shape(piece_shape).with_layout(layout.drop_sg())
+        return Split(piece, grid, origins, self.base(layout, shape))
+
+    def nd_tdesc_type(self, t: TensorDescType) -> TensorDescType:
+        s = self.split(VectorType(t.shape, t.elem, t.layout))
+        return t.with_shape(s.piece_type.shape).with_layout(t.layout.drop_sg())
+
+    # ---- what crosses subgroups ---------------------------------------------------------------------
+    def owner_mask(self, layout, shape) -> Optional[Value]:
+        if layout is None:
+            return None
+        key = (layout, tuple(shape))
+        if key in self._owners:
+            return self._owners[key]
+        root = layout.root
+        coords = self.coords(root)
+        kept = layout.kept_dims
+        owner = None
+        with self.at_prologue():
+            bits = []
+            for d in range(root.rank):
+                if d not in kept and root.sg_layout[d] > 1:
+                    bits.append(self.b(ir.CmpOp, "eq", self.i32(coords[d]), self.i32(0)))
+            for i, s in enumerate(sg_splits(layout, shape)):
+                if s.unit > s.size:
+                    first = self.imul(coords[kept[i]], s.data)
+                    bits.append(self.b(ir.CmpOp, "ult", self.i32(first), self.i32(s.size)))
+            for bit in bits:
+                owner = bit if owner is None else self.b(ir.BinaryOp, "andi", owner, bit)
+        self._owners[key] = owner
+        return owner
+
+    def slm(self, shape, elem) -> Value:
+        with self.at_prologue():
+            return self.b(ir.CreateMemDescOp, MemDescType(tuple(shape), elem))
+
+    def cross_reduce(self, op: ir.ReduceOp, partials: List[Value], ss: Split) -> List[Value]:
+        src_t = op.operands[0].type
+        layout, shape = src_t.layout, src_t.shape
+        a = op.axis
+        split_a = sg_splits(layout, shape)[a]
+        n = min(split_a.count, max(1, split_a.size // split_a.data))
+        if n == 1:
+            return partials
+        rtype = op.result.type
+        rshape = tuple(rtype.shape) if isinstance(rtype, VectorType) else ()
+        mem = self.slm((n,) + rshape, src_t.elem)
+        ca = self.coords(layout.root)[layout.kept_dims[a]]
+        row = self.irem(ca, n)
+        rs = self.split(rtype) if isinstance(rtype, VectorType) else None
+        for i, p in enumerate(partials):
+            origin = self.origin(rs, i) if rs is not None else ()
+            self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(row)] + [self.i32(o) for o in origin])
+        self.b.create(ir.BarrierOp)
+        kind = combine_kind(op.kind, src_t.elem)
+        out = []
+        for i, p in enumerate(partials):
+            origin = self.origin(rs, i) if rs is not None else ()
+            acc = None
+            for k in range(n):
+                v = self.b(ir.LoadMatrixOp, mem, [self.i32(k)] + [self.i32(o) for o in origin], p.type)
+                acc = v if acc is None else self.b(ir.BinaryOp, kind, acc, v)
+            out.append(acc)
+        self.b.create(ir.BarrierOp)
+        return out
+
+    def rule_convert_layout(self, op: ir.ConvertLayoutOp):
+        src, res = op.operands[0], op.result
+        if src.type.layout == res.type.layout:
+            return [self.all(src)]
+        ss, rs = self._split_of(src, op), self._split_of(res, op)
+        mem = self.slm(res.type.shape, res.type.elem)
+        for i, p in enumerate(self.all(src)):
+            self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
+        self.b.create(ir.BarrierOp)
+        out = [self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in self.origin(rs, i)], rs.piece_type)
+               for i in range(rs.count)]
+        self.b.create(ir.BarrierOp)
+        return [out]
+
+
+def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
+    return WgToSg(ctx).run(func)

@@ -1,0 +1,147 @@
+"""Device arrays and how launch arguments become kernel arguments.
+
+Anything with ``__sycl_usm_array_interface__`` (dpnp arrays, dpctl USM memory, ``xk.DeviceArray``)
+is passed zero-copy. NumPy arrays are accepted too: each is copied to the device before the
+launch and back after it (one allocation and two copies per array per launch, and the launch
+waits for the copy back — fine for tests, costly in a loop; use ``xk.to_device`` there).
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..ir import types as T
+from . import device as dev
+
+
+class DeviceArray:
+    """A minimal USM array: ``shape``, ``dtype``, ``strides`` (bytes) and device memory.
+
+    ``xk.to_device(np_array)`` makes one; ``a.numpy()`` copies it back. It exposes
+    ``__sycl_usm_array_interface__``, so dpnp and dpctl accept it too.
+    """
+
+    def __init__(self, shape, dtype, queue=None, strides=None, _mem=None, _offset=0):
+        self.queue = queue if queue is not None else dev.default_queue()
+        self.shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        self.dtype = np.dtype(dtype)
+        nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        if strides is None:
+            strides, acc = [], self.dtype.itemsize
+            for s in reversed(self.shape):
+                strides.append(acc)
+                acc *= max(s, 1)
+            strides = tuple(reversed(strides))
+        self.strides = tuple(strides)
+        self._mem = _mem if _mem is not None else dev.dpctl().memory.MemoryUSMDevice(max(nbytes, 1), queue=self.queue)
+        self._offset = _offset
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides == DeviceArray._c_strides(self.shape, self.dtype.itemsize)
+
+    @staticmethod
+    def _c_strides(shape, itemsize):
+        out, acc = [], itemsize
+        for s in reversed(shape):
+            out.append(acc)
+            acc *= max(s, 1)
+        return tuple(reversed(out))
+
+    @property
+    def __sycl_usm_array_interface__(self):
+        return {"data": (self._mem._pointer + self._offset, False), "shape": self.shape,
+                "strides": tuple(s // self.dtype.itemsize for s in self.strides), "typestr": self.dtype.str,
+                "version": 1, "syclobj": self.queue}
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy (waits for kernels queued before)."""
+        out = np.empty(self.shape, self.dtype)
+        if self.nbytes:
+            if not self.is_contiguous or self._offset:
+                raise LaunchError("numpy() of a strided view is not supported; copy the base array")
+            self.queue.wait()
+            self._mem.copy_to_host(out.reshape(-1).view(np.uint8))
+        return out
+
+    asnumpy = numpy
+
+    def copy_from(self, host: np.ndarray) -> "DeviceArray":
+        host = np.ascontiguousarray(host, dtype=self.dtype)
+        if host.shape != self.shape:
+            raise LaunchError(f"copy_from: shape {host.shape} does not match {self.shape}")
+        if self.nbytes:
+            self._mem.copy_from_host(host.reshape(-1).view(np.uint8))
+        return self
+
+    def fill_bytes(self, byte: int) -> "DeviceArray":
+        host = np.full(self.nbytes, byte, np.uint8)
+        if self.nbytes:
+            self._mem.copy_from_host(host)
+        return self
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.queue.sycl_device.name!r})"
+
+
+def to_device(a, dtype=None, queue=None, device=None) -> DeviceArray:
+    """Copy a NumPy array (or anything ``np.asarray`` takes) to the device."""
+    host = np.ascontiguousarray(a, dtype=dtype)
+    q = queue if queue is not None else dev.queue_for(device)
+    return DeviceArray(host.shape, host.dtype, q).copy_from(host)
+
+
+def empty(shape, dtype=np.float32, queue=None, device=None) -> DeviceArray:
+    """An uninitialized device array."""
+    q = queue if queue is not None else dev.queue_for(device)
+    return DeviceArray(shape, dtype, q)
+
+
+def dtype_of(npdt, name: str) -> T.DType:
+    d = T.dtype_from_numpy(npdt)
+    if d is None:
+        raise LaunchError(f"argument '{name}': arrays of {np.dtype(npdt)} are not supported (supported: "
+                          f"bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32, float64)")
+    return d
+
+
+def usm_info(obj, name: str) -> Tuple[int, T.DType, object, tuple, tuple]:
+    """(pointer, dtype, syclobj, shape, strides in elements) of a USM array argument."""
+    try:
+        iface = obj.__sycl_usm_array_interface__
+        ptr = iface["data"][0]
+        dt = np.dtype(iface["typestr"])
+    except Exception as e:
+        raise LaunchError(f"argument '{name}': its __sycl_usm_array_interface__ is malformed ({e})") from None
+    if iface["typestr"] in ("|V2", "<V2") and hasattr(obj, "dtype") and str(obj.dtype) == "bfloat16":
+        dt = np.dtype(obj.dtype)
+    shape = tuple(iface.get("shape") or ())
+    strides = iface.get("strides")
+    if strides is None:
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        strides = tuple(reversed(strides))
+    return ptr, dtype_of(dt, name), iface.get("syclobj"), shape, tuple(strides)
+
+
+def context_of(syclobj):
+    if syclobj is None:
+        return None
+    ctx = getattr(syclobj, "sycl_context", None)
+    return ctx if ctx is not None else syclobj

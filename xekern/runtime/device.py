@@ -1,0 +1,186 @@
+"""dpctl behind one module: finding devices, queues, building programs, launching kernels.
+
+dpctl's API is moving (``dpctl.tensor`` went to dpnp; program creation is being renamed to
+``create_kernel_bundle_from_spirv`` in ``dpctl.compiler``); everything xekern needs from it is
+here. On a machine without an Intel GPU the device is Intel's OpenCL CPU runtime from PyPI
+(``intel-opencl-rt``), whose bundled ICD file points at a wrong path: xekern points the ICD
+loader at the library itself before dpctl loads (``OCL_ICD_FILENAMES``).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import threading
+from typing import Dict, List, Optional
+
+from .. import knobs
+from ..errors import LaunchError
+from ..targets import TARGETS, Target
+
+_lock = threading.Lock()
+_dpctl = None
+_queues: Dict[object, object] = {}
+_used_queues: List[object] = []
+
+
+def _ocl_cpu_library() -> Optional[str]:
+    """The pip-installed OpenCL CPU runtime (``libintelocl.so``), if any."""
+    explicit = knobs.ocl_icd()
+    if explicit:
+        return explicit
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(sys.executable))]):
+        for path in (os.path.join(prefix, "lib", "libintelocl.so"),
+                     *glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", "intel_opencl_rt*",
+                                             "libintelocl.so"))):
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def ensure_icd() -> None:
+    """Make the OpenCL ICD loader see the pip-installed CPU runtime (before dpctl loads)."""
+    lib = _ocl_cpu_library()
+    if lib is None:
+        return
+    cur = os.environ.get("OCL_ICD_FILENAMES", "")
+    if lib not in cur.split(":"):
+        os.environ["OCL_ICD_FILENAMES"] = lib + (":" + cur if cur else "")
+
+
+def dpctl():
+    """The dpctl module, imported on first use (after ``ensure_icd``)."""
+    global _dpctl
+    if _dpctl is None:
+        with _lock:
+            if _dpctl is None:
+                ensure_icd()
+                import dpctl as mod
+                import dpctl.memory  # noqa: F401
+                import dpctl.program  # noqa: F401
+                _dpctl = mod
+    return _dpctl
+
+
+def _is_intel_gpu(d) -> bool:
+    return d.is_gpu and "intel" in (d.vendor or "").lower()
+
+
+def default_device():
+    """``XEKERN_DEVICE`` if set, else an Intel GPU (Level Zero first), else the OpenCL CPU device."""
+    dp = dpctl()
+    want = knobs.device()
+    if want:
+        try:
+            return dp.SyclDevice(want)
+        except Exception as e:
+            raise LaunchError(f"XEKERN_DEVICE={want!r} names no device dpctl can open ({e}); "
+                              f"`python -m xekern devices` lists them") from None
+    gpus = [d for d in dp.get_devices() if _is_intel_gpu(d)]
+    gpus.sort(key=lambda d: 0 if d.backend == dp.backend_type.level_zero else 1)
+    if gpus:
+        return gpus[0]
+    try:
+        return dp.SyclDevice("opencl:cpu")
+    except Exception:
+        raise LaunchError("no Intel GPU and no OpenCL CPU device found: install the CPU runtime with "
+                          "`pip install intel-opencl-rt` (it comes with xekern), or set XEKERN_OCL_ICD to "
+                          "the path of libintelocl.so") from None
+
+
+def as_device(device):
+    """A dpctl SyclDevice from a device, a filter string, or None (the default device)."""
+    dp = dpctl()
+    if device is None:
+        return default_device()
+    if isinstance(device, dp.SyclDevice):
+        return device
+    if isinstance(device, str):
+        try:
+            return dp.SyclDevice(device)
+        except Exception as e:
+            raise LaunchError(f"device={device!r} names no device dpctl can open ({e})") from None
+    raise LaunchError(f"device must be a dpctl.SyclDevice or a filter string like 'opencl:cpu', "
+                      f"got {type(device).__name__}")
+
+
+def queue_for(device=None):
+    """A cached in-order queue (with event profiling) on ``device``."""
+    d = as_device(device)
+    q = _queues.get(d)
+    if q is None:
+        with _lock:
+            q = _queues.get(d)
+            if q is None:
+                q = dpctl().SyclQueue(d, property=["in_order", "enable_profiling"])
+                _queues[d] = q
+    return q
+
+
+def default_queue():
+    return queue_for(None)
+
+
+def note_queue(q) -> None:
+    if q not in _used_queues:
+        _used_queues.append(q)
+
+
+def synchronize() -> None:
+    """Wait for every kernel xekern launched (on every queue it used)."""
+    for q in list(_used_queues):
+        q.wait()
+
+
+def target_for(device=None) -> Target:
+    """The target record of a dpctl device (``XEKERN_TARGET`` overrides)."""
+    name = knobs.target()
+    if name:
+        if name not in TARGETS:
+            raise LaunchError(f"XEKERN_TARGET={name!r} is not a target; known: {', '.join(TARGETS)}")
+        return TARGETS[name]
+    d = as_device(device)
+    if d.is_cpu:
+        return TARGETS["cpu"]
+    n = (d.name or "").lower()
+    if any(k in n for k in ("max 1", "data center gpu max", "ponte vecchio", "pvc")):
+        return TARGETS["pvc"]
+    if any(k in n for k in ("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg")):
+        return TARGETS["bmg"]
+    if any(k in n for k in ("arc(tm) a", "arc a", "dg2", "flex", "alchemist")):
+        return TARGETS["dg2"]
+    sg = tuple(d.sub_group_sizes or ())
+    if 8 in sg and 16 not in sg:
+        return TARGETS["dg2"]
+    raise LaunchError(f"xekern has no target record for device {d.name!r}; set XEKERN_TARGET to the "
+                      f"closest of {', '.join(t for t in TARGETS if TARGETS[t].kind == 'gpu')}")
+
+
+def build_kernel(queue, spirv: bytes, name: str):
+    """A launchable kernel from SPIR-V (the driver's compile happens here)."""
+    dp = dpctl()
+    prog_mod = dp.program
+    make = getattr(prog_mod, "create_program_from_spirv", None)
+    if make is None:  # newer dpctl
+        import dpctl.compiler as comp  # type: ignore
+        make = comp.create_kernel_bundle_from_spirv
+    try:
+        prog = make(queue, spirv)
+    except Exception as e:
+        raise LaunchError(f"the device driver rejected kernel '{name}': {e}") from None
+    return prog.get_sycl_kernel(name)
+
+
+def describe_devices() -> List[dict]:
+    """What dpctl sees, and the target each device maps to."""
+    out = []
+    for d in dpctl().get_devices():
+        try:
+            t = target_for(d).name
+        except LaunchError:
+            t = None
+        out.append(dict(filter=d.filter_string, name=d.name, backend=str(d.backend).split(".")[-1],
+                        type=str(d.device_type).split(".")[-1], driver=d.driver_version,
+                        sub_group_sizes=list(d.sub_group_sizes or ()), max_work_group_size=d.max_work_group_size,
+                        local_mem_size=d.local_mem_size, target=t))
+    return out

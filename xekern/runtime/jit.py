@@ -1,0 +1,573 @@
+"""``@xk.jit``: binding launch arguments, specializing, caching, and launching kernels.
+
+``kernel[grid](*args, **constexprs, num_subgroups=, queue=, device=, target=)`` binds the
+arguments, computes the specialization key (argument dtypes, ints 32/64-bit and divisible by
+16, constexpr values, options), finds the compiled kernel in memory, then on disk, then
+compiles it, and submits it to a SYCL queue. The launch returns a ``Launch`` (the SYCL event and
+the compiled kernel with its ``asm``); NumPy arguments are copied in and out around it.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import inspect
+import os
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import __version__, knobs
+from ..errors import CompilationError, LaunchError
+from ..frontend.generator import ConstArg
+from ..ir import types as T
+from ..ir.types import PointerType
+from ..language.core import constexpr
+from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
+from ..targets import TARGETS, Target, get_target
+from . import arrays, device as dev
+from .cache import disk_cache, stats
+
+LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode")
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division: ``xk.cdiv(n, BLOCK)`` workgroups cover ``n`` elements."""
+    return -(-x // y)
+
+
+class Param:
+    __slots__ = ("name", "index", "is_constexpr", "default", "has_default")
+
+    def __init__(self, p: inspect.Parameter, index: int):
+        self.name = p.name
+        self.index = index
+        ann = p.annotation
+        self.is_constexpr = ann is constexpr or (isinstance(ann, str) and ann.split(".")[-1] == "constexpr")
+        self.has_default = p.default is not inspect.Parameter.empty
+        self.default = p.default if self.has_default else None
+
+
+class CompiledKernel:
+    """One specialization: its SPIR-V, launch facts, per-queue driver kernels, and ``asm``."""
+
+    def __init__(self, name: str, spirv: bytes, meta: dict, asm: Optional[Asm], rebuild):
+        self.name = name
+        self.spirv = spirv
+        self.meta = meta
+        self.workgroup_size = meta["workgroup_size"]
+        self.slm_bytes = meta.get("slm_bytes", 0)
+        self._asm = asm
+        self._rebuild = rebuild
+        self._kernels: Dict[Any, Any] = {}
+
+    @property
+    def asm(self) -> Asm:
+        """Stage name -> text: ``xegpu``, ``layout``, ``sg``, ``inst``, ``lane``, ``llir``, ``spirv``."""
+        if self._asm is None:  # loaded from disk: redo the IR stages on demand
+            self._asm = self._rebuild().asm
+        return self._asm
+
+    def kernel_for(self, queue):
+        k = self._kernels.get(queue)
+        if k is None:
+            k = self._kernels[queue] = dev.build_kernel(queue, self.spirv, self.name)
+        return k
+
+
+class Launch:
+    """What ``kernel[grid](...)`` returns: the SYCL ``event`` and the compiled ``kernel``."""
+
+    __slots__ = ("kernel", "event")
+
+    def __init__(self, kernel: CompiledKernel, event):
+        self.kernel = kernel
+        self.event = event
+
+    @property
+    def asm(self) -> Asm:
+        return self.kernel.asm
+
+    def wait(self) -> "Launch":
+        if self.event is not None:
+            self.event.wait()
+        return self
+
+    @property
+    def elapsed_ns(self) -> int:
+        """Device time of the kernel from SYCL event profiling."""
+        self.wait()
+        p = self.event.profiling_info_end - self.event.profiling_info_start
+        return int(p)
+
+
+# ---- arguments -------------------------------------------------------------------------------
+
+class _NumpyCopy:
+    """A NumPy argument copied to the device for one launch (and back after it)."""
+
+    __slots__ = ("host", "mem")
+
+    def __init__(self, host: np.ndarray, queue):
+        self.host = host
+        self.mem = dev.dpctl().memory.MemoryUSMDevice(max(host.nbytes, 1), queue=queue)
+        if host.nbytes:
+            self.mem.copy_from_host(host.reshape(-1).view(np.uint8))
+
+    def copy_back(self):
+        if self.host.nbytes and self.host.flags.writeable:
+            self.mem.copy_to_host(self.host.reshape(-1).view(np.uint8))
+
+
+def _int_part(v: int, name: str):
+    if _I32_MIN <= v <= _I32_MAX:
+        return ("i32", v % 16 == 0), T.int32
+    if -(1 << 63) <= v < (1 << 63):
+        return ("i64", v % 16 == 0), T.int64
+    if 0 <= v < (1 << 64):
+        return ("u64", v % 16 == 0), T.uint64
+    raise LaunchError(f"argument '{name}': the integer {v} does not fit in 64 bits")
+
+
+def _classify(v, name: str):
+    """(key part, IR type) of one runtime argument."""
+    t = type(v)
+    if t is int:
+        return _int_part(v, name)
+    if t is float:
+        return ("f32",), T.float32
+    if t is bool or t is np.bool_:
+        return ("i1",), T.int1
+    if isinstance(v, np.generic):
+        d = T.dtype_from_numpy(v.dtype)
+        if d is None:
+            raise LaunchError(f"argument '{name}': NumPy scalars of {v.dtype} are not supported")
+        return (d.name,), d
+    if isinstance(v, arrays.DeviceArray):
+        d = arrays.dtype_of(v.dtype, name)
+        return ("p", d.name), PointerType(d)
+    if hasattr(v, "__sycl_usm_array_interface__"):
+        _, d, _, _, _ = arrays.usm_info(v, name)
+        return ("p", d.name), PointerType(d)
+    if isinstance(v, np.ndarray):
+        d = arrays.dtype_of(v.dtype, name)
+        return ("p", d.name), PointerType(d)
+    if isinstance(v, int):  # int subclasses (IntEnum, ...)
+        return _int_part(int(v), name)
+    if v is None:
+        raise LaunchError(f"argument '{name}' is None; only constexpr parameters may be None")
+    if hasattr(v, "__dlpack__"):
+        raise LaunchError(f"argument '{name}': {type(v).__name__} is not on a SYCL device; pass an array with "
+                          f"__sycl_usm_array_interface__ (dpnp, xk.to_device) or a NumPy array")
+    raise LaunchError(f"argument '{name}': {type(v).__name__} is not a kernel argument (expected an array "
+                      f"with __sycl_usm_array_interface__, a NumPy array, an int, a float or a bool)")
+
+
+def _kernel_arg(v, irt, name: str, queue, copies: List[_NumpyCopy]):
+    if isinstance(irt, PointerType):
+        if isinstance(v, arrays.DeviceArray):
+            if v.queue is not queue and v.queue.sycl_context != queue.sycl_context:
+                raise LaunchError(f"argument '{name}' lives on {v.queue.sycl_device.name!r}, not on the launch "
+                                  f"device {queue.sycl_device.name!r}")
+            return v._mem if not v._offset else dev.dpctl().memory.as_usm_memory(v)
+        if isinstance(v, np.ndarray):
+            if not (v.flags.c_contiguous or v.flags.f_contiguous):
+                raise LaunchError(f"argument '{name}': a non-contiguous NumPy view cannot be copied to the device "
+                                  f"as is; pass np.ascontiguousarray(...) or a device array")
+            c = _NumpyCopy(v, queue)
+            copies.append(c)
+            return c.mem
+        _, _, syclobj, _, _ = arrays.usm_info(v, name)
+        ctx = arrays.context_of(syclobj)
+        if ctx is not None and ctx != queue.sycl_context:
+            raise LaunchError(f"argument '{name}' lives in another SYCL context than the launch queue "
+                              f"({queue.sycl_device.name!r}); move it with .to_device() or pass queue=")
+        mem = v if isinstance(v, dev.dpctl().memory._memory._Memory) else dev.dpctl().memory.as_usm_memory(v)
+        return mem
+    if irt == T.int32:
+        return ctypes.c_int32(int(v))
+    if irt == T.int64:
+        return ctypes.c_int64(int(v))
+    if irt == T.uint64:
+        return ctypes.c_uint64(int(v))
+    if irt == T.float32:
+        return ctypes.c_float(float(v))
+    if irt == T.float64:
+        return ctypes.c_double(float(v))
+    if irt == T.int1:
+        return ctypes.c_uint8(1 if v else 0)
+    if irt.is_int:
+        return {8: ctypes.c_int8, 16: ctypes.c_int16}[irt.bits](int(v))
+    raise LaunchError(f"argument '{name}': scalars of {irt} cannot be passed to a kernel")
+
+
+def _queue_of(values) -> Optional[object]:
+    for v in values:
+        if isinstance(v, arrays.DeviceArray):
+            return v.queue
+        iface = getattr(v, "__sycl_usm_array_interface__", None) if not isinstance(v, (int, float, np.ndarray)) \
+            else None
+        if iface is not None:
+            q = iface.get("syclobj")
+            if q is not None and hasattr(q, "submit_async"):
+                return q
+    return None
+
+
+def _check_grid(grid, meta) -> Tuple[int, ...]:
+    if callable(grid):
+        grid = grid(meta)
+    if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise LaunchError(f"the grid must be a tuple of 1 to 3 positive integers (or a function of the meta-"
+                          f"parameters returning one), got {grid!r}")
+    out = []
+    for g in grid:
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
+            raise LaunchError(f"grid dimensions must be integers, got {g!r} in {tuple(grid)!r}")
+        g = int(g)
+        if g <= 0:
+            raise LaunchError(f"grid {tuple(grid)!r} is empty or negative: every dimension must be >= 1 "
+                              f"(skip the launch when there is no work)")
+        if g > _I32_MAX:
+            raise LaunchError(f"grid dimension {g} exceeds the limit of {_I32_MAX} workgroups")
+        out.append(g)
+    return tuple(out)
+
+
+# ---- the decorator ----------------------------------------------------------------------------
+
+class JITFunction:
+    """A kernel. ``kernel[grid](*args)`` launches it; other ``@xk.jit`` functions call it inline."""
+
+    __xekern_jit__ = True
+
+    def __init__(self, fn, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
+                 interpret: Optional[bool] = None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.num_subgroups = num_subgroups
+        self.debug = debug
+        self.target = target
+        self.interpret = interpret
+        sig = inspect.signature(fn)
+        self.params = [Param(p, i) for i, p in enumerate(sig.parameters.values())]
+        self.by_name = {p.name: p for p in self.params}
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise CompilationError(f"kernel '{fn.__name__}': *args and **kwargs parameters are not supported")
+        self._source = None
+        self._deps = None
+        self.cache: Dict[tuple, CompiledKernel] = {}
+        self._lock = threading.Lock()
+        self.last: Optional[CompiledKernel] = None
+        self._targets: Dict[Any, Target] = {}
+
+    def __repr__(self) -> str:
+        return f"<xekern kernel {self.__qualname__}>"
+
+    @property
+    def source(self):
+        if self._source is None:
+            from ..frontend.source import KernelSource
+            self._source = KernelSource(self.fn)
+        return self._source
+
+    def __call__(self, *args, **kwargs):
+        raise LaunchError(f"kernel '{self.__name__}' is launched with {self.__name__}[grid](...); called from "
+                          f"another @xk.jit function it is inlined")
+
+    def __getitem__(self, grid):
+        return _Launcher(self, grid)
+
+    @property
+    def asm(self) -> Asm:
+        """The stages of the most recently compiled specialization."""
+        if self.last is None:
+            raise LaunchError(f"kernel '{self.__name__}' has not been compiled yet; launch it (or call .warmup)")
+        return self.last.asm
+
+    # ---- cache keys ------------------------------------------------------------------------------
+    def dependencies_hash(self) -> str:
+        """Hash of this kernel's source, the jit functions it calls and the constants it reads."""
+        if self._deps is None:
+            h = hashlib.sha256()
+            _hash_function(self, h, set())
+            self._deps = h.hexdigest()
+        return self._deps
+
+    # ---- launching -------------------------------------------------------------------------------
+    def bind(self, args, kwargs) -> Dict[str, Any]:
+        if len(args) > len(self.params):
+            raise LaunchError(f"kernel '{self.__name__}' takes {len(self.params)} arguments "
+                              f"({', '.join(p.name for p in self.params)}), got {len(args)}")
+        values = {}
+        for p, v in zip(self.params, args):
+            values[p.name] = v
+        for k, v in kwargs.items():
+            if k not in self.by_name:
+                raise LaunchError(f"kernel '{self.__name__}' has no parameter '{k}' (parameters: "
+                                  f"{', '.join(p.name for p in self.params)}; launch options: "
+                                  f"{', '.join(LAUNCH_OPTIONS)})")
+            if k in values:
+                raise LaunchError(f"kernel '{self.__name__}': argument '{k}' given twice")
+            values[k] = v
+        for p in self.params:
+            if p.name not in values:
+                if not p.has_default:
+                    raise LaunchError(f"kernel '{self.__name__}' is missing argument '{p.name}'")
+                values[p.name] = p.default
+        return values
+
+    def target_for_queue(self, queue, requested) -> Target:
+        name = requested or self.target
+        if name is not None:
+            t = get_target(name) if isinstance(name, str) else name
+        else:
+            d = queue.sycl_device
+            t = self._targets.get(d)
+            if t is None:
+                t = self._targets[d] = dev.target_for(d)
+        if t.is_cpu != queue.sycl_device.is_cpu:
+            raise LaunchError(f"target '{t.name}' cannot run on {queue.sycl_device.name!r}; compile for it offline "
+                              f"with `python -m xekern compile ... --target {t.name}` or launch on a matching device")
+        return t
+
+    def specialize(self, values: Dict[str, Any], options: Options):
+        """(memory-cache key, IR signature, runtime (name, IR type) list) for bound ``values``."""
+        parts, sig, runtime = [], {}, []
+        for p in self.params:
+            v = values[p.name]
+            if p.is_constexpr:
+                v = v.value if isinstance(v, constexpr) else v
+                if isinstance(v, (np.integer, np.floating, np.bool_)):
+                    v = v.item()
+                try:
+                    hash(v)
+                except TypeError:
+                    raise LaunchError(f"constexpr '{p.name}' must be hashable, got {type(v).__name__}") from None
+                parts.append(("c", type(v).__name__, v))
+                sig[p.name] = ConstArg(v)
+            else:
+                part, irt = _classify(v, p.name)
+                parts.append(part)
+                sig[p.name] = irt
+                runtime.append((p.name, irt))
+        key = (tuple(parts), options.key)
+        return key, sig, runtime
+
+    def options(self, overrides: Dict[str, Any], target: Target) -> Options:
+        ns = overrides.get("num_subgroups", self.num_subgroups)
+        if isinstance(ns, bool) or not isinstance(ns, (int, np.integer)) or ns < 1 or ns & (ns - 1):
+            raise LaunchError(f"num_subgroups must be a power of 2 >= 1, got {ns!r}")
+        if ns * target.sg_size > target.max_workgroup_size:
+            raise LaunchError(f"num_subgroups={ns} makes a workgroup of {ns * target.sg_size} work items; "
+                              f"{target.name} allows at most {target.max_workgroup_size} "
+                              f"({target.max_subgroups} subgroups)")
+        debug = overrides.get("debug", self.debug)
+        debug = knobs.debug() if debug is None else bool(debug)
+        return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"))
+
+    def compiled(self, key, sig, options: Options) -> CompiledKernel:
+        ck = self.cache.get(key)
+        if ck is not None:
+            stats["memory_hits"] += 1
+            return ck
+        with self._lock:
+            ck = self.cache.get(key)
+            if ck is None:
+                ck = self._load_or_compile(key, sig, options)
+                self.cache[key] = ck
+        return ck
+
+    def _disk_key(self, key) -> str:
+        text = repr((__version__, self.dependencies_hash(), key))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _load_or_compile(self, key, sig, options: Options) -> CompiledKernel:
+        dkey = self._disk_key(key)
+        cache = disk_cache()
+        rebuild = lambda: compile_kernel(self, sig, options)  # noqa: E731
+        hit = cache.get(dkey)
+        if hit is not None:
+            meta, spirv = hit
+            if meta.get("name") == self.__name__:
+                stats["disk_hits"] += 1
+                return CompiledKernel(meta["name"], spirv, meta, None, rebuild)
+        stats["compiles"] += 1
+        c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
+        meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
+                "target": options.target.name}
+        cache.put(dkey, meta, c.spirv)
+        return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
+
+    def run(self, grid, args, kwargs):
+        overrides = {}
+        if kwargs:
+            for k in LAUNCH_OPTIONS:
+                if k in kwargs and k not in self.by_name:
+                    overrides[k] = kwargs.pop(k)
+        values = self.bind(args, kwargs)
+        queue = overrides.get("queue")
+        if queue is None:
+            queue = _queue_of(values.values()) if overrides.get("device") is None else None
+            if queue is None:
+                queue = dev.queue_for(overrides.get("device"))
+        target = self.target_for_queue(queue, overrides.get("target"))
+        options = self.options(overrides, target)
+        key, sig, runtime = self.specialize(values, options)
+        if self.interpret if self.interpret is not None else knobs.interpret():
+            from ..interpreter import interpret_launch
+            return interpret_launch(self, grid, values, sig, options)
+        ck = self.compiled(key, sig, options)
+        self.last = ck
+        meta = {k: (v.value if isinstance(v, ConstArg) else values[k]) for k, v in sig.items()}
+        g = _check_grid(grid, meta)
+        dmax = queue.sycl_device.max_work_group_size
+        if ck.workgroup_size > dmax:
+            raise LaunchError(f"kernel '{self.__name__}' needs workgroups of {ck.workgroup_size} work items; "
+                              f"{queue.sycl_device.name!r} allows {dmax}: lower num_subgroups")
+        if ck.slm_bytes > queue.sycl_device.local_mem_size:
+            raise LaunchError(f"kernel '{self.__name__}' needs {ck.slm_bytes} bytes of shared local memory; the "
+                              f"device has {queue.sycl_device.local_mem_size}")
+        copies: List[_NumpyCopy] = []
+        kargs = [_kernel_arg(values[name], irt, name, queue, copies) for name, irt in runtime]
+        kernel = ck.kernel_for(queue)
+        wg = ck.workgroup_size
+        if len(g) == 1:
+            gs, ls = [g[0] * wg], [wg]
+        elif len(g) == 2:
+            gs, ls = [g[1], g[0] * wg], [1, wg]
+        else:
+            gs, ls = [g[2], g[1], g[0] * wg], [1, 1, wg]
+        try:
+            event = queue.submit_async(kernel, kargs, gs, ls)
+        except Exception as e:
+            raise LaunchError(f"launching '{self.__name__}' failed: {e}") from None
+        dev.note_queue(queue)
+        if copies:
+            event.wait()
+            for c in copies:
+                c.copy_back()
+        return Launch(ck, event)
+
+    def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Compile for these arguments without launching."""
+        overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
+        values = self.bind(args, kwargs)
+        queue = overrides.get("queue") or _queue_of(values.values()) or dev.queue_for(overrides.get("device"))
+        target = self.target_for_queue(queue, overrides.get("target"))
+        options = self.options(overrides, target)
+        key, sig, _ = self.specialize(values, options)
+        self.last = self.compiled(key, sig, options)
+        return self.last
+
+    def compile_offline(self, signature: Dict[str, Any], target: str, num_subgroups: Optional[int] = None,
+                        **opts) -> Compiled:
+        """Compile for any target without a device. ``signature`` maps each parameter to an IR type
+        (``xl.float32``, ``xk.pointer(xl.bfloat16)``) or, for constexprs, to its value."""
+        t = get_target(target)
+        options = self.options(dict(opts, num_subgroups=num_subgroups or self.num_subgroups), t)
+        sig = {}
+        for p in self.params:
+            if p.name not in signature:
+                if p.has_default:
+                    sig[p.name] = ConstArg(p.default) if p.is_constexpr else _classify(p.default, p.name)[1]
+                    continue
+                raise LaunchError(f"signature is missing parameter '{p.name}'")
+            v = signature[p.name]
+            sig[p.name] = ConstArg(v) if p.is_constexpr else v
+        return compile_kernel(self, sig, options, dump=_dumper(self.__name__))
+
+
+class _Launcher:
+    __slots__ = ("jit", "grid")
+
+    def __init__(self, jit: JITFunction, grid):
+        self.jit = jit
+        self.grid = grid
+
+    def __call__(self, *args, **kwargs):
+        return self.jit.run(self.grid, args, kwargs)
+
+
+def _dumper(name: str):
+    stages = knobs.dump_stages()
+    if not stages:
+        return None
+    out_dir = knobs.dump_dir()
+
+    def dump(stage, text):
+        if "all" not in stages and stage not in stages:
+            return
+        text = str(text) if not hasattr(text, "attrs") else __import__("xekern").ir.print_func(text)
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+            with open(os.path.join(out_dir, f"{name}.{stage}.txt"), "w") as f:
+                f.write(text)
+        else:
+            sys.stderr.write(f"// ----- {name}: {stage} -----\n{text}\n")
+    return dump
+
+
+def _hash_function(jit: JITFunction, h, seen: set) -> None:
+    if id(jit) in seen:
+        return
+    seen.add(id(jit))
+    src = jit.source
+    h.update(src.text.encode())
+    import ast
+    names = {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}
+    scopes = (src.closure, src.globals)
+    for name in sorted(names):
+        for table in scopes:
+            if name in table:
+                v = table[name]
+                if getattr(v, "__xekern_jit__", False):
+                    _hash_function(v, h, seen)
+                elif isinstance(v, constexpr):
+                    h.update(f"{name}={v.value!r};".encode())
+                elif isinstance(v, (int, float, bool, str, tuple, type(None))) or isinstance(v, T.DType):
+                    h.update(f"{name}={v!r};".encode())
+                elif inspect.ismodule(v):
+                    _hash_module_refs(src.tree, name, v, h, seen)
+                break
+
+
+def _hash_module_refs(tree, modname, mod, h, seen) -> None:
+    """Jit functions and constants a kernel reaches as ``module.attr``."""
+    import ast
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == modname:
+            v = getattr(mod, n.attr, None)
+            if getattr(v, "__xekern_jit__", False):
+                _hash_function(v, h, seen)
+            elif isinstance(v, (int, float, bool, str)) and not mod.__name__.startswith("xekern"):
+                h.update(f"{modname}.{n.attr}={v!r};".encode())
+
+
+def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
+        interpret: Optional[bool] = None):
+    """Decorate a kernel written at workgroup level.
+
+    Example::
+
+        @xk.jit
+        def add(x_ptr, y_ptr, out_ptr, n, BLOCK: xl.constexpr):
+            offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+            xl.store(out_ptr + offs, xl.load(x_ptr + offs, mask=offs < n) + xl.load(y_ptr + offs, mask=offs < n),
+                     mask=offs < n)
+
+        add[(xk.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    """
+    def wrap(f):
+        return JITFunction(f, num_subgroups=num_subgroups, debug=debug, target=target, interpret=interpret)
+    return wrap(fn) if fn is not None else wrap
