@@ -23,31 +23,39 @@ SPIRV_EXTENSIONS = (
     "SPV_INTEL_function_pointers",
 )
 
-_TM = None
+_READY = False
 
 
 def init() -> None:
-    global _TM
+    global _READY
     import llvmlite.binding as llvm
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     llvm.set_option("", "--spirv-ext=" + ",".join("+" + e for e in SPIRV_EXTENSIONS))
-    _TM = llvm.Target.from_triple("spirv64-unknown-unknown").create_target_machine(opt=2)
+    _READY = True
+
+
+def _target_machine():
+    # a fresh one per module: the SPIR-V backend keeps state about the last module it emitted,
+    # and a second emission through the same target machine crashes LLVM 22 (seen here)
+    import llvmlite.binding as llvm
+    return llvm.Target.from_triple("spirv64-unknown-unknown").create_target_machine(opt=2)
 
 
 def compile_llir(text: str, opt_level: int = 2, want_llir: bool = True):
     """LLVM IR text -> (SPIR-V bytes, optimized LLVM IR text). Raises RuntimeError on bad IR."""
     import llvmlite.binding as llvm
-    if _TM is None:
+    if not _READY:
         init()
+    tm = _target_machine()
     mod = llvm.parse_assembly(text)
     mod.verify()
     if opt_level > 0:
         pto = llvm.PipelineTuningOptions(speed_level=opt_level)
-        pb = llvm.PassBuilder(_TM, pto)
+        pb = llvm.PassBuilder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     llir = str(mod) if want_llir else ""
-    spirv = _TM.emit_object(mod)
+    spirv = tm.emit_object(mod)
     return spirv, llir
 
 
