@@ -69,6 +69,49 @@ def _read(f, n: int) -> bytes:
     return data
 
 
+def _compile_in_child(req) -> tuple:
+    """Compile one module in a fork of this process and return its reply.
+
+    LLVM's SPIR-V backend keeps process-wide state from one module to the next: after a few
+    modules it emits malformed SPIR-V (duplicate ids) or crashes (seen with llvmlite 0.50).
+    A fresh fork per module starts from the clean state this process had after ``init``.
+    """
+    rd, wr = os.pipe()
+    erd, ewr = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compile, write the reply, exit without cleanup
+        os.close(rd)
+        os.close(erd)
+        os.dup2(ewr, 2)
+        try:
+            spirv, llir = compile_llir(*req)
+            reply = ("ok", spirv, llir)
+        except Exception as e:  # a malformed module: report it
+            reply = ("error", f"{type(e).__name__}: {e}")
+        data = pickle.dumps(reply)
+        view = memoryview(struct.pack("<Q", len(data)) + data)
+        while view:
+            view = view[os.write(wr, view):]
+        os._exit(0)
+    os.close(wr)
+    os.close(ewr)
+    chunks, errs = [], []
+    for fd, sink in ((rd, chunks), (erd, errs)):
+        while True:
+            c = os.read(fd, 1 << 20)
+            if not c:
+                break
+            sink.append(c)
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if len(data) >= 8 and len(data) == 8 + struct.unpack("<Q", data[:8])[0]:
+        return pickle.loads(data[8:])
+    why = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit status {os.WEXITSTATUS(status)}"
+    text = b"".join(errs).decode("utf-8", "replace").strip().splitlines()[-12:]
+    return ("error", f"LLVM crashed ({why})" + (":\n  " + "\n  ".join(text) if text else ""))
+
+
 def serve(inp, out) -> None:
     init()
     out.write(struct.pack("<Q", 0))  # ready
@@ -79,11 +122,7 @@ def serve(inp, out) -> None:
             req = pickle.loads(_read(inp, n))
         except EOFError:
             return
-        try:
-            spirv, llir = compile_llir(*req)
-            reply = ("ok", spirv, llir)
-        except Exception as e:  # a malformed module: report it, keep serving
-            reply = ("error", f"{type(e).__name__}: {e}")
+        reply = _compile_in_child(req)
         data = pickle.dumps(reply)
         out.write(struct.pack("<Q", len(data)) + data)
         out.flush()

@@ -1,0 +1,32 @@
+import os
+
+import numpy as np
+import pytest
+
+SEED = int(os.environ.get("XEKERN_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+
+
+def pytest_report_header(config):
+    return f"xekern test seed: {SEED} (rerun with XEKERN_TEST_SEED={SEED})"
+
+
+@pytest.fixture
+def rng(request):
+    """Fresh random data every run; the seed is in the report header and in failure messages."""
+    seed = (SEED + hash(request.node.nodeid)) % (1 << 32)
+    request.node.user_properties.append(("seed", seed))
+    return np.random.default_rng(seed)
+
+
+def poisoned(shape, dtype):
+    """An output buffer filled with a value no kernel writes by accident (NaN, or 0x5A bytes)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return np.full(shape, np.nan, dtype)
+    out = np.empty(shape, dtype)
+    out.view(np.uint8)[...] = 0x5A
+    return out
+
+
+CPU_TARGETS = ["cpu", "cpu8"]
+GPU_TARGETS = ["pvc", "dg2"]
