@@ -577,6 +577,9 @@ class CodeGenerator(ast.NodeVisitor):
     def check_global(self, name, v, node):
         if isinstance(v, constexpr):
             return v.value
+        if isinstance(v, list):
+            raise self.error(node, f"global '{name}' is a list; kernels can only read constants that cannot "
+                                   f"change after compilation: use a tuple, or pass the values as arguments")
         if _is_const(v) or isinstance(v, pytypes.ModuleType) or _is_jit(v) or is_builtin(v) or \
                 v in _PY_CLASSES or isinstance(v, pytypes.BuiltinFunctionType) and v.__module__ == "math":
             return v

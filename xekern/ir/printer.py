@@ -84,6 +84,9 @@ class Printer:
         if isinstance(op, ConstantOp):
             v = op.value
             text += " " + (("dense<" + _attr(list(v)) + ">") if isinstance(v, tuple) else _attr(v))
+            extra = {k: x for k, x in op.attrs.items() if k != "value" and x is not None}
+            if extra:
+                text += " {" + ", ".join(f"{k} = {_attr(x)}" for k, x in sorted(extra.items())) + "}"
             self.emit(depth, f"{text} : {op.result.type}")
             return
         if op.operands:

@@ -44,7 +44,7 @@ class DiskCache:
         try:
             with open(p, "rb") as f:
                 data = f.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:
             self._warn(f"cannot read the kernel cache entry {p} ({e}); compiling instead")

@@ -1,0 +1,130 @@
+"""Each pass, checked on its printed IR: layout propagation, workgroup->subgroup distribution,
+blocking to instruction blocks, subgroup->lane distribution."""
+import xekern as xk
+import xekern.language as xl
+from irchecks import check
+
+P, F32, I32 = xk.pointer, xl.float32, xl.int32
+L1 = r"#xegpu.layout<sg_layout = \[4\], sg_data = \[64\], lane_layout = \[16\], lane_data = \[1\], order = \[0\]>"
+
+
+def stages(kernel, target="cpu", num_subgroups=4, **sig):
+    return kernel.compile_offline(sig, target=target, num_subgroups=num_subgroups).asm
+
+
+@xk.jit
+def k_add(x_ptr, o_ptr, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    xl.store(o_ptr + offs, xl.load(x_ptr + offs) + 1.0)
+
+
+def test_propagate_default_1d_layout():
+    asm = stages(k_add, x_ptr=P(F32), o_ptr=P(F32), BLOCK=256)
+    check(asm["layout"], r"vector.step : vector<256xi32, " + L1,
+          r"xegpu.load_gather .* -> vector<256xf32, " + L1, "!convert_layout", r"xegpu.store_scatter")
+
+
+def test_wg_to_sg_gives_each_subgroup_its_piece():
+    asm = stages(k_add, x_ptr=P(F32), o_ptr=P(F32), BLOCK=256)
+    check(asm["sg"], r"gpu.subgroup_id", r"arith.muli %\d+, %\d+ : i32", r"vector.step : vector<64xi32, "
+          r"#xegpu.layout<lane_layout = \[16\], lane_data = \[1\], order = \[0\]>>",
+          r"arith.addi", r"xegpu.load_gather .* -> vector<64xf32", "!vector<256x")
+
+
+def test_sg_to_lane_holds_slots():
+    asm = stages(k_add, x_ptr=P(F32), o_ptr=P(F32), BLOCK=256)
+    # 64 elements per subgroup over 16 lanes: 4 slots, lane l holding l, l+16, l+32, l+48
+    check(asm["lane"], r"gpu.lane_id", r"arith.constant dense<\[0, 16, 32, 48\]> : vector<4xi32>",
+          r"xegpu.load_gather .* -> vector<4xf32>", r"xegpu.store_scatter %\d+, %\d+, %\d+ : vector<4xf32>")
+
+
+@xk.jit
+def k_rows(x_ptr, o_ptr, BM: xl.constexpr, BN: xl.constexpr):
+    rm = xl.arange(0, BM)
+    rn = xl.arange(0, BN)
+    x = xl.load(x_ptr + rm[:, None] * BN + rn[None, :])
+    s = xl.sum(x, axis=1)
+    xl.store(o_ptr + rm[:, None] * BN + rn[None, :], x - s[:, None])
+
+
+def test_reduction_slices_and_broadcast_sources():
+    asm = stages(k_rows, x_ptr=P(F32), o_ptr=P(F32), BM=16, BN=64)
+    check(asm["layout"], r"vector.step : vector<16xi32, #xegpu.slice<", r"dims = \[1\]>>",
+          r"vector.multi_reduction <add> .* -> vector<16xf32, #xegpu.slice<", "!convert_layout")
+    # rows of 64 over 16 lanes: each lane adds its 4 slots, then 16 lanes reduce
+    check(asm["lane"], r"vector.multi_reduction|arith.addf", r"gpu.subgroup_reduce <add> .* \{cluster_size = 16, "
+          r"cluster_stride = 1\}")
+
+
+@xk.jit
+def k_colsum(x_ptr, o_ptr, BM: xl.constexpr, BN: xl.constexpr):
+    rm = xl.arange(0, BM)
+    rn = xl.arange(0, BN)
+    x = xl.load(x_ptr + rm[:, None] * BN + rn[None, :])
+    xl.store(o_ptr + rn, xl.sum(x, axis=0))
+
+
+def test_cross_subgroup_reduction_goes_through_slm():
+    # rows split over 4 subgroups: a column sum needs every subgroup's partial sums
+    asm = stages(k_colsum, x_ptr=P(F32), o_ptr=P(F32), BM=64, BN=16)
+    check(asm["sg"], r"xegpu.create_mem_desc : !xegpu.mem_desc<4x16xf32>", r"vector.multi_reduction <add>",
+          r"xegpu.store_matrix", r"gpu.barrier", r"xegpu.load_matrix", r"arith.addf", r"xegpu.load_matrix",
+          r"arith.addf", r"xegpu.load_matrix", r"arith.addf", r"gpu.barrier")
+
+
+@xk.jit
+def k_convert(x_ptr, o_ptr):
+    lay_a = xl.Layout(sg_layout=[4, 1], sg_data=[8, 32], lane_layout=[1, 16], lane_data=[1, 1], order=[1, 0])
+    lay_b = xl.Layout(sg_layout=[1, 4], sg_data=[32, 8], lane_layout=[4, 4], lane_data=[1, 1], order=[1, 0])
+    rm = xl.arange(0, 32)
+    x = xl.zeros((32, 32), xl.float32, layout=lay_a) + xl.load(x_ptr + rm[:, None] * 32 + rm[None, :])
+    y = xl.convert_layout(x, lay_b)
+    xl.store(o_ptr + rm[:, None] * 32 + rm[None, :], y)
+
+
+def test_user_layouts_anchor_and_convert_through_slm():
+    asm = stages(k_convert, x_ptr=P(F32), o_ptr=P(F32))
+    check(asm["xegpu"], r"arith.constant 0.0 \{layout = #xegpu.layout<sg_layout = \[4, 1\].* : vector<32x32xf32>",
+          r"xegpu.convert_layout .*\{layout = #xegpu.layout<sg_layout = \[1, 4\]")
+    check(asm["sg"], r"xegpu.create_mem_desc : !xegpu.mem_desc<32x32xf32>", r"xegpu.store_matrix .* vector<8x32xf32",
+          r"gpu.barrier", r"xegpu.load_matrix .* -> vector<32x8xf32", r"gpu.barrier")
+
+
+@xk.jit
+def k_round_robin(x_ptr, o_ptr):
+    lay = xl.Layout(sg_layout=[2], sg_data=[16], lane_layout=[16], lane_data=[1])
+    offs = xl.arange(0, 128, layout=lay)
+    xl.store(o_ptr + offs, xl.load(x_ptr + offs))
+
+
+def test_round_robin_pieces():
+    asm = stages(k_round_robin, num_subgroups=2, x_ptr=P(F32), o_ptr=P(F32))
+    # 128 elements, 2 subgroups x 16: four pieces each, 32 apart
+    sg = asm["sg"]
+    assert sg.count("vector.step : vector<16xi32") == 4, sg
+    assert sg.count("xegpu.load_gather") == 4 and sg.count("xegpu.store_scatter") == 4
+    check(sg, r"arith.constant 32 : i32", r"arith.constant 64 : i32", r"arith.constant 96 : i32")
+
+
+@xk.jit
+def k_blocked(x_ptr, o_ptr):
+    lay = xl.Layout(sg_layout=[2, 2], sg_data=[16, 32], inst_data=[8, 16], lane_layout=[1, 16], lane_data=[1, 1])
+    rm = xl.arange(0, 32)
+    rn = xl.arange(0, 64)
+    x = xl.zeros((32, 64), xl.float32, layout=lay) + xl.load(x_ptr + rm[:, None] * 64 + rn[None, :])
+    xl.store(o_ptr + rm[:, None] * 64 + rn[None, :], x * 2.0)
+
+
+def test_blocking_cuts_inst_blocks():
+    asm = stages(k_blocked, x_ptr=P(F32), o_ptr=P(F32))
+    inst = asm["inst"]
+    # a 16x32 subgroup tile in 8x16 blocks: 4 blocks of every op
+    assert inst.count("arith.mulf") == 4, inst
+    assert inst.count("xegpu.load_gather") == 4 and inst.count("vector<8x16xf32") >= 8
+    check(asm["lane"], r"xegpu.load_gather .* -> vector<8xf32>")
+
+
+def test_8_wide_model_uses_8_lanes():
+    asm = stages(k_add, target="cpu8", x_ptr=P(F32), o_ptr=P(F32), BLOCK=256)
+    check(asm["layout"], r"lane_layout = \[8\]")
+    check(asm["lane"], r"arith.constant dense<\[0, 8, 16, 24, 32, 40, 48, 56\]> : vector<8xi32>")
