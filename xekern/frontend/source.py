@@ -1,39 +1,65 @@
-"""A kernel's source: its text, AST, file, line numbers and the names it can see."""
+"""A kernel's source: its text, AST, file, line numbers and the names it can see.
+
+The function is found in its file's AST by its first line (``co_firstlineno``), so positions in
+error messages are the file's own lines and columns. Parsing the whole file once is cheaper
+than ``inspect.getsource`` (which tokenizes), and the parse is shared by every kernel in it.
+"""
 from __future__ import annotations
 
 import ast
-import inspect
 import linecache
-import textwrap
+import os
 from functools import cached_property
+from typing import Dict, Tuple
 
 from ..errors import CompilationError
 
+_MODULES: Dict[str, Tuple[float, ast.Module, list]] = {}
+
+
+def _module_ast(path: str):
+    """(AST, lines) of a source file, cached per modification time."""
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        mtime = None
+    hit = _MODULES.get(path)
+    if hit is not None and hit[0] == mtime:
+        return hit[1], hit[2]
+    if mtime is not None:
+        linecache.checkcache(path)
+    lines = linecache.getlines(path)
+    if not lines:
+        return None, None
+    tree = ast.parse("".join(lines), filename=path)
+    _MODULES[path] = (mtime, tree, lines)
+    return tree, lines
+
 
 class KernelSource:
-    """The parsed source of one ``@xk.jit`` function, with positions mapped back to its file."""
+    """The parsed source of one ``@xk.jit`` function, with positions in its file."""
 
     def __init__(self, fn):
         self.fn = fn
         self.name = fn.__name__
-        try:
-            lines, start = inspect.getsourcelines(fn)
-            self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
-        except (OSError, TypeError) as e:
-            raise CompilationError(f"cannot read the source of kernel '{self.name}' ({e}); kernels must be "
-                                   f"defined in a file, not typed at a prompt or built with exec") from None
-        self.start_line = start
-        first = next((l for l in lines if l.strip()), lines[0])
-        self.indent = len(first) - len(first.lstrip())
-        self.text = textwrap.dedent("".join(lines))
-
-    @cached_property
-    def tree(self) -> ast.FunctionDef:
-        mod = ast.parse(self.text)
-        fn = mod.body[0]
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            raise CompilationError(f"'{self.name}' is not a function definition")
-        return fn
+        code = getattr(fn, "__code__", None)
+        self.file = code.co_filename if code is not None else "<unknown>"
+        first = code.co_firstlineno if code is not None else 0
+        tree, lines = _module_ast(self.file) if code is not None else (None, None)
+        node = None
+        if tree is not None:
+            for n in ast.walk(tree):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == self.name:
+                    starts = [n.lineno] + [d.lineno for d in n.decorator_list]
+                    if first in starts:
+                        node = n
+                        break
+        if node is None:
+            raise CompilationError(f"cannot read the source of kernel '{self.name}'; kernels must be defined in "
+                                   f"a file, not typed at a prompt or built with exec")
+        self.tree: ast.FunctionDef = node
+        self.start_line = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        self.text = "".join(lines[self.start_line - 1:node.end_lineno])
 
     @property
     def globals(self) -> dict:
@@ -52,9 +78,7 @@ class KernelSource:
         return out
 
     def position(self, node):
-        line = self.start_line + getattr(node, "lineno", 1) - 1
-        col = getattr(node, "col_offset", 0) + self.indent
-        return line, col
+        return getattr(node, "lineno", self.tree.lineno), getattr(node, "col_offset", 0)
 
     def error(self, node, message: str, call_chain=()) -> CompilationError:
         line, col = self.position(node)

@@ -32,6 +32,9 @@ class DType(Type):
     def __str__(self) -> str:
         return self.name
 
+    def __hash__(self) -> int:  # cheap: dtypes key the launch caches
+        return hash(self.name)
+
     def __repr__(self) -> str:
         return f"xl.{self.user_name}"
 
@@ -87,15 +90,29 @@ BY_NAME = {d.name: d for d in ALL_DTYPES}
 BY_USER_NAME = {d.user_name: d for d in ALL_DTYPES}
 
 
+_FROM_NUMPY = {}
+
+
 def dtype_from_numpy(npdt) -> Optional[DType]:
-    """The DType of a NumPy dtype, or None when xekern has no such type."""
-    npdt = np.dtype(npdt)
-    if npdt.name == "bfloat16":
-        return bfloat16
-    for d in ALL_DTYPES:
-        if d.name != "bf16" and np.dtype(_NP_NAMES[d.name]) == npdt:
-            return d
-    return None
+    """The DType of a NumPy dtype, or None when xekern has no such type (memoized: launches call it)."""
+    try:
+        return _FROM_NUMPY[npdt]
+    except (KeyError, TypeError):
+        pass
+    dt = np.dtype(npdt)
+    out = None
+    if dt.name == "bfloat16":
+        out = bfloat16
+    else:
+        for d in ALL_DTYPES:
+            if d.name != "bf16" and np.dtype(_NP_NAMES[d.name]) == dt:
+                out = d
+                break
+    try:
+        _FROM_NUMPY[npdt] = out
+    except TypeError:
+        pass
+    return out
 
 
 def int_type(bits: int, signed: bool = True) -> DType:

@@ -35,6 +35,7 @@ class DeviceArray:
                 acc *= max(s, 1)
             strides = tuple(reversed(strides))
         self.strides = tuple(strides)
+        self._spec = None  # launch classification, filled in by the first launch
         self._mem = _mem if _mem is not None else dev.dpctl().memory.MemoryUSMDevice(max(nbytes, 1), queue=self.queue)
         self._offset = _offset
 

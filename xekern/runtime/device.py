@@ -21,7 +21,7 @@ from ..targets import TARGETS, Target
 _lock = threading.Lock()
 _dpctl = None
 _queues: Dict[object, object] = {}
-_used_queues: List[object] = []
+_used_queues: Dict[int, object] = {}
 
 
 def _ocl_cpu_library() -> Optional[str]:
@@ -122,13 +122,13 @@ def default_queue():
 
 
 def note_queue(q) -> None:
-    if q not in _used_queues:
-        _used_queues.append(q)
+    if id(q) not in _used_queues:
+        _used_queues[id(q)] = q
 
 
 def synchronize() -> None:
     """Wait for every kernel xekern launched (on every queue it used)."""
-    for q in list(_used_queues):
+    for q in list(_used_queues.values()):
         q.wait()
 
 

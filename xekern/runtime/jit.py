@@ -31,6 +31,9 @@ from . import arrays, device as dev
 from .cache import disk_cache, stats
 
 LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode")
+_UNSET = object()
+_OPTION_SET = frozenset(LAUNCH_OPTIONS)
+_NO_OVERRIDES: Dict[str, Any] = {}
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -72,10 +75,20 @@ class CompiledKernel:
         return self._asm
 
     def kernel_for(self, queue):
-        k = self._kernels.get(queue)
+        """The driver's kernel for ``queue`` (built, and checked against the device, on first use)."""
+        k = self._kernels.get(id(queue))
         if k is None:
-            k = self._kernels[queue] = dev.build_kernel(queue, self.spirv, self.name)
-        return k
+            d = queue.sycl_device
+            if self.workgroup_size > d.max_work_group_size:
+                raise LaunchError(f"kernel '{self.name}' needs workgroups of {self.workgroup_size} work items; "
+                                  f"{d.name!r} allows {d.max_work_group_size}: lower num_subgroups")
+            if self.slm_bytes > d.local_mem_size:
+                raise LaunchError(f"kernel '{self.name}' needs {self.slm_bytes} bytes of shared local memory; "
+                                  f"{d.name!r} has {d.local_mem_size}")
+            k = dev.build_kernel(queue, self.spirv, self.name)
+            self._kernels[id(queue)] = (k, queue)  # the queue is kept alive, so its id stays unique
+            return k
+        return k[0]
 
 
 class Launch:
@@ -132,6 +145,16 @@ def _int_part(v: int, name: str):
     raise LaunchError(f"argument '{name}': the integer {v} does not fit in 64 bits")
 
 
+_POINTERS: Dict[T.DType, PointerType] = {}
+
+
+def _pointer(d: T.DType) -> PointerType:
+    p = _POINTERS.get(d)
+    if p is None:
+        p = _POINTERS[d] = PointerType(d)
+    return p
+
+
 def _classify(v, name: str):
     """(key part, IR type) of one runtime argument."""
     t = type(v)
@@ -146,9 +169,9 @@ def _classify(v, name: str):
         if d is None:
             raise LaunchError(f"argument '{name}': NumPy scalars of {v.dtype} are not supported")
         return (d.name,), d
-    if isinstance(v, arrays.DeviceArray):
+    if t is arrays.DeviceArray or isinstance(v, arrays.DeviceArray):
         d = arrays.dtype_of(v.dtype, name)
-        return ("p", d.name), PointerType(d)
+        return ("p", d.name), _pointer(d)
     if hasattr(v, "__sycl_usm_array_interface__"):
         _, d, _, _, _ = arrays.usm_info(v, name)
         return ("p", d.name), PointerType(d)
@@ -166,42 +189,76 @@ def _classify(v, name: str):
                       f"with __sycl_usm_array_interface__, a NumPy array, an int, a float or a bool)")
 
 
-def _kernel_arg(v, irt, name: str, queue, copies: List[_NumpyCopy]):
+def _arg_device_array(v, name, queue, copies):
+    if v.queue is not queue and v.queue.sycl_context != queue.sycl_context:
+        raise LaunchError(f"argument '{name}' lives on {v.queue.sycl_device.name!r}, not on the launch "
+                          f"device {queue.sycl_device.name!r}")
+    return v._mem if not v._offset else dev.dpctl().memory.as_usm_memory(v)
+
+
+def _arg_numpy(v, name, queue, copies):
+    if not (v.flags.c_contiguous or v.flags.f_contiguous):
+        raise LaunchError(f"argument '{name}': a non-contiguous NumPy view cannot be copied to the device "
+                          f"as is; pass np.ascontiguousarray(...) or a device array")
+    c = _NumpyCopy(v, queue)
+    copies.append(c)
+    return c.mem
+
+
+def _arg_usm(v, name, queue, copies):
+    _, _, syclobj, _, _ = arrays.usm_info(v, name)
+    ctx = arrays.context_of(syclobj)
+    if ctx is not None and ctx != queue.sycl_context:
+        raise LaunchError(f"argument '{name}' lives in another SYCL context than the launch queue "
+                          f"({queue.sycl_device.name!r}); move it with .to_device() or pass queue=")
+    memory = dev.dpctl().memory
+    return v if isinstance(v, memory._memory._Memory) else memory.as_usm_memory(v)
+
+
+def _scalar_arg(ctype, cast):
+    return lambda v, name, queue, copies: ctype(cast(v))
+
+
+_SCALAR_ARGS = {"i32": _scalar_arg(ctypes.c_int32, int), "i64": _scalar_arg(ctypes.c_int64, int),
+                "ui64": _scalar_arg(ctypes.c_uint64, int), "f32": _scalar_arg(ctypes.c_float, float),
+                "f64": _scalar_arg(ctypes.c_double, float), "i1": _scalar_arg(ctypes.c_uint8, lambda v: 1 if v else 0),
+                "i8": _scalar_arg(ctypes.c_int8, int), "i16": _scalar_arg(ctypes.c_int16, int),
+                "ui8": _scalar_arg(ctypes.c_uint8, int), "ui16": _scalar_arg(ctypes.c_uint16, int),
+                "ui32": _scalar_arg(ctypes.c_uint32, int)}
+
+
+def converter(v, irt):
+    """How a launch argument becomes a dpctl kernel argument."""
     if isinstance(irt, PointerType):
         if isinstance(v, arrays.DeviceArray):
-            if v.queue is not queue and v.queue.sycl_context != queue.sycl_context:
-                raise LaunchError(f"argument '{name}' lives on {v.queue.sycl_device.name!r}, not on the launch "
-                                  f"device {queue.sycl_device.name!r}")
-            return v._mem if not v._offset else dev.dpctl().memory.as_usm_memory(v)
+            return _arg_device_array
         if isinstance(v, np.ndarray):
-            if not (v.flags.c_contiguous or v.flags.f_contiguous):
-                raise LaunchError(f"argument '{name}': a non-contiguous NumPy view cannot be copied to the device "
-                                  f"as is; pass np.ascontiguousarray(...) or a device array")
-            c = _NumpyCopy(v, queue)
-            copies.append(c)
-            return c.mem
-        _, _, syclobj, _, _ = arrays.usm_info(v, name)
-        ctx = arrays.context_of(syclobj)
-        if ctx is not None and ctx != queue.sycl_context:
-            raise LaunchError(f"argument '{name}' lives in another SYCL context than the launch queue "
-                              f"({queue.sycl_device.name!r}); move it with .to_device() or pass queue=")
-        mem = v if isinstance(v, dev.dpctl().memory._memory._Memory) else dev.dpctl().memory.as_usm_memory(v)
-        return mem
-    if irt == T.int32:
-        return ctypes.c_int32(int(v))
-    if irt == T.int64:
-        return ctypes.c_int64(int(v))
-    if irt == T.uint64:
-        return ctypes.c_uint64(int(v))
-    if irt == T.float32:
-        return ctypes.c_float(float(v))
-    if irt == T.float64:
-        return ctypes.c_double(float(v))
-    if irt == T.int1:
-        return ctypes.c_uint8(1 if v else 0)
-    if irt.is_int:
-        return {8: ctypes.c_int8, 16: ctypes.c_int16}[irt.bits](int(v))
-    raise LaunchError(f"argument '{name}': scalars of {irt} cannot be passed to a kernel")
+            return _arg_numpy
+        return _arg_usm
+    conv = _SCALAR_ARGS.get(irt.name)
+    if conv is None:
+        raise LaunchError(f"scalars of {irt} cannot be passed to a kernel")
+    return conv
+
+
+def _classify_device_array(v, name):
+    spec = v._spec
+    if spec is None:
+        d = arrays.dtype_of(v.dtype, name)
+        spec = v._spec = (("p", d.name), _pointer(d), _arg_device_array)
+    return spec
+
+
+def _classify_int(v, name):
+    if _I32_MIN <= v <= _I32_MAX:
+        return ("i32", v % 16 == 0), T.int32, _SCALAR_ARGS["i32"]
+    part, irt = _int_part(v, name)
+    return part, irt, converter(v, irt)
+
+
+_FAST_CLASSIFY = {int: _classify_int, arrays.DeviceArray: _classify_device_array,
+                  float: lambda v, name: (("f32",), T.float32, _SCALAR_ARGS["f32"])}
+_SIMPLE_CONSTS = frozenset((int, float, bool, str, type(None)))
 
 
 def _queue_of(values) -> Optional[object]:
@@ -218,6 +275,8 @@ def _queue_of(values) -> Optional[object]:
 
 
 def _check_grid(grid, meta) -> Tuple[int, ...]:
+    if type(grid) is tuple and all(type(g) is int and 0 < g <= _I32_MAX for g in grid) and 1 <= len(grid) <= 3:
+        return grid
     if callable(grid):
         grid = grid(meta)
     if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
@@ -255,9 +314,10 @@ class JITFunction:
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
         self.num_subgroups = num_subgroups
-        self.debug = debug
+        # like Triton, the environment's knobs are read when the kernel is decorated
+        self.debug = knobs.debug() if debug is None else bool(debug)
         self.target = target
-        self.interpret = interpret
+        self.interpret = knobs.interpret() if interpret is None else bool(interpret)
         sig = inspect.signature(fn)
         self.params = [Param(p, i) for i, p in enumerate(sig.parameters.values())]
         self.by_name = {p.name: p for p in self.params}
@@ -270,6 +330,8 @@ class JITFunction:
         self._lock = threading.Lock()
         self.last: Optional[CompiledKernel] = None
         self._targets: Dict[Any, Target] = {}
+        self._options: Dict[tuple, Options] = {}
+        self._plain: Dict[int, tuple] = {}  # queue id -> (target, options, queue) for launches without options
 
     def __repr__(self) -> str:
         return f"<xekern kernel {self.__qualname__}>"
@@ -305,66 +367,99 @@ class JITFunction:
         return self._deps
 
     # ---- launching -------------------------------------------------------------------------------
-    def bind(self, args, kwargs) -> Dict[str, Any]:
-        if len(args) > len(self.params):
-            raise LaunchError(f"kernel '{self.__name__}' takes {len(self.params)} arguments "
-                              f"({', '.join(p.name for p in self.params)}), got {len(args)}")
-        values = {}
-        for p, v in zip(self.params, args):
-            values[p.name] = v
+    def bind(self, args, kwargs) -> list:
+        """Argument values in parameter order (defaults filled in)."""
+        params = self.params
+        n = len(args)
+        if n > len(params):
+            raise LaunchError(f"kernel '{self.__name__}' takes {len(params)} arguments "
+                              f"({', '.join(p.name for p in params)}), got {n}")
+        if n == len(params) and not kwargs:
+            return list(args)
+        vals = list(args) + [_UNSET] * (len(params) - n)
         for k, v in kwargs.items():
-            if k not in self.by_name:
+            p = self.by_name.get(k)
+            if p is None:
                 raise LaunchError(f"kernel '{self.__name__}' has no parameter '{k}' (parameters: "
-                                  f"{', '.join(p.name for p in self.params)}; launch options: "
+                                  f"{', '.join(p.name for p in params)}; launch options: "
                                   f"{', '.join(LAUNCH_OPTIONS)})")
-            if k in values:
+            if p.index < n:
                 raise LaunchError(f"kernel '{self.__name__}': argument '{k}' given twice")
-            values[k] = v
-        for p in self.params:
-            if p.name not in values:
+            vals[p.index] = v
+        for p in params[n:]:
+            if vals[p.index] is _UNSET:
                 if not p.has_default:
                     raise LaunchError(f"kernel '{self.__name__}' is missing argument '{p.name}'")
-                values[p.name] = p.default
-        return values
+                vals[p.index] = p.default
+        return vals
+
+    def named(self, vals) -> Dict[str, Any]:
+        return {p.name: v for p, v in zip(self.params, vals)}
 
     def target_for_queue(self, queue, requested) -> Target:
         name = requested or self.target
-        if name is not None:
-            t = get_target(name) if isinstance(name, str) else name
-        else:
-            d = queue.sycl_device
-            t = self._targets.get(d)
-            if t is None:
-                t = self._targets[d] = dev.target_for(d)
-        if t.is_cpu != queue.sycl_device.is_cpu:
+        ckey = (id(queue), name)
+        hit = self._targets.get(ckey)
+        if hit is not None:
+            return hit[0]
+        d = queue.sycl_device
+        t = (get_target(name) if isinstance(name, str) else name) if name is not None else dev.target_for(d)
+        if t.is_cpu != d.is_cpu:
             raise LaunchError(f"target '{t.name}' cannot run on {queue.sycl_device.name!r}; compile for it offline "
                               f"with `python -m xekern compile ... --target {t.name}` or launch on a matching device")
+        self._targets[ckey] = (t, queue)
         return t
 
-    def specialize(self, values: Dict[str, Any], options: Options):
-        """(memory-cache key, IR signature, runtime (name, IR type) list) for bound ``values``."""
-        parts, sig, runtime = [], {}, []
-        for p in self.params:
-            v = values[p.name]
+    def specialize(self, vals: list, options: Options):
+        """(memory-cache key, runtime plan) for bound ``vals``; the plan lists, per runtime
+        parameter, (index, name, IR type, converter to a dpctl argument)."""
+        parts, runtime = [], []
+        for p, v in zip(self.params, vals):
+            tv = type(v)
             if p.is_constexpr:
-                v = v.value if isinstance(v, constexpr) else v
-                if isinstance(v, (np.integer, np.floating, np.bool_)):
-                    v = v.item()
-                try:
-                    hash(v)
-                except TypeError:
-                    raise LaunchError(f"constexpr '{p.name}' must be hashable, got {type(v).__name__}") from None
-                parts.append(("c", type(v).__name__, v))
-                sig[p.name] = ConstArg(v)
+                if tv not in _SIMPLE_CONSTS:
+                    if isinstance(v, constexpr):
+                        v = v.value
+                    elif isinstance(v, (np.integer, np.floating, np.bool_)):
+                        v = v.item()
+                    try:
+                        hash(v)
+                    except TypeError:
+                        raise LaunchError(f"constexpr '{p.name}' must be hashable, got {type(v).__name__}") from None
+                parts.append((type(v), v))
             else:
-                part, irt = _classify(v, p.name)
+                fast = _FAST_CLASSIFY.get(tv)
+                if fast is not None:
+                    part, irt, conv = fast(v, p.name)
+                else:
+                    part, irt = _classify(v, p.name)
+                    conv = converter(v, irt)
                 parts.append(part)
-                sig[p.name] = irt
-                runtime.append((p.name, irt))
-        key = (tuple(parts), options.key)
-        return key, sig, runtime
+                runtime.append((p.index, p.name, irt, conv))
+        return (tuple(parts), options.key), runtime
+
+    def signature(self, vals: list, runtime) -> Dict[str, Any]:
+        """The IR signature for the compiler: runtime parameters' types and constexpr values."""
+        irt = {r[1]: r[2] for r in runtime}
+        sig = {}
+        for p in self.params:
+            if p.is_constexpr:
+                v = vals[p.index]
+                v = v.value if isinstance(v, constexpr) else v
+                sig[p.name] = ConstArg(v.item() if isinstance(v, np.generic) else v)
+            else:
+                sig[p.name] = irt[p.name]
+        return sig
 
     def options(self, overrides: Dict[str, Any], target: Target) -> Options:
+        debug = bool(overrides.get("debug", self.debug))
+        ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug)
+        opts = self._options.get(ckey)
+        if opts is None:
+            opts = self._options[ckey] = self._make_options(overrides, target, debug)
+        return opts
+
+    def _make_options(self, overrides: Dict[str, Any], target: Target, debug: bool) -> Options:
         ns = overrides.get("num_subgroups", self.num_subgroups)
         if isinstance(ns, bool) or not isinstance(ns, (int, np.integer)) or ns < 1 or ns & (ns - 1):
             raise LaunchError(f"num_subgroups must be a power of 2 >= 1, got {ns!r}")
@@ -372,11 +467,9 @@ class JITFunction:
             raise LaunchError(f"num_subgroups={ns} makes a workgroup of {ns * target.sg_size} work items; "
                               f"{target.name} allows at most {target.max_workgroup_size} "
                               f"({target.max_subgroups} subgroups)")
-        debug = overrides.get("debug", self.debug)
-        debug = knobs.debug() if debug is None else bool(debug)
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"))
 
-    def compiled(self, key, sig, options: Options) -> CompiledKernel:
+    def compiled(self, key, make_sig, options: Options) -> CompiledKernel:
         ck = self.cache.get(key)
         if ck is not None:
             stats["memory_hits"] += 1
@@ -384,7 +477,7 @@ class JITFunction:
         with self._lock:
             ck = self.cache.get(key)
             if ck is None:
-                ck = self._load_or_compile(key, sig, options)
+                ck = self._load_or_compile(key, make_sig(), options)
                 self.cache[key] = ck
         return ck
 
@@ -410,37 +503,36 @@ class JITFunction:
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
     def run(self, grid, args, kwargs):
-        overrides = {}
-        if kwargs:
-            for k in LAUNCH_OPTIONS:
-                if k in kwargs and k not in self.by_name:
-                    overrides[k] = kwargs.pop(k)
+        overrides = _NO_OVERRIDES
+        if kwargs and not _OPTION_SET.isdisjoint(kwargs):
+            overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
         values = self.bind(args, kwargs)
         queue = overrides.get("queue")
         if queue is None:
-            queue = _queue_of(values.values()) if overrides.get("device") is None else None
+            queue = _queue_of(values) if overrides.get("device") is None else None
             if queue is None:
                 queue = dev.queue_for(overrides.get("device"))
-        target = self.target_for_queue(queue, overrides.get("target"))
-        options = self.options(overrides, target)
-        key, sig, runtime = self.specialize(values, options)
-        if self.interpret if self.interpret is not None else knobs.interpret():
+        if overrides is _NO_OVERRIDES:
+            memo = self._plain.get(id(queue))
+            if memo is None or memo[2] is not queue:
+                t = self.target_for_queue(queue, None)
+                memo = self._plain[id(queue)] = (t, self.options(overrides, t), queue)
+            target, options = memo[0], memo[1]
+        else:
+            target = self.target_for_queue(queue, overrides.get("target"))
+            options = self.options(overrides, target)
+        key, runtime = self.specialize(values, options)
+        if self.interpret:
             from ..interpreter import interpret_launch
-            return interpret_launch(self, grid, values, sig, options)
-        ck = self.compiled(key, sig, options)
+            return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
+        ck = self.cache.get(key)
+        if ck is None:
+            ck = self.compiled(key, lambda: self.signature(values, runtime), options)
         self.last = ck
-        meta = {k: (v.value if isinstance(v, ConstArg) else values[k]) for k, v in sig.items()}
-        g = _check_grid(grid, meta)
-        dmax = queue.sycl_device.max_work_group_size
-        if ck.workgroup_size > dmax:
-            raise LaunchError(f"kernel '{self.__name__}' needs workgroups of {ck.workgroup_size} work items; "
-                              f"{queue.sycl_device.name!r} allows {dmax}: lower num_subgroups")
-        if ck.slm_bytes > queue.sycl_device.local_mem_size:
-            raise LaunchError(f"kernel '{self.__name__}' needs {ck.slm_bytes} bytes of shared local memory; the "
-                              f"device has {queue.sycl_device.local_mem_size}")
-        copies: List[_NumpyCopy] = []
-        kargs = [_kernel_arg(values[name], irt, name, queue, copies) for name, irt in runtime]
+        g = _check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
+        copies: List[_NumpyCopy] = []
+        kargs = [conv(values[i], name, queue, copies) for i, name, irt, conv in runtime]
         wg = ck.workgroup_size
         if len(g) == 1:
             gs, ls = [g[0] * wg], [wg]
@@ -452,7 +544,8 @@ class JITFunction:
             event = queue.submit_async(kernel, kargs, gs, ls)
         except Exception as e:
             raise LaunchError(f"launching '{self.__name__}' failed: {e}") from None
-        dev.note_queue(queue)
+        if id(queue) not in dev._used_queues:
+            dev.note_queue(queue)
         if copies:
             event.wait()
             for c in copies:
@@ -463,11 +556,11 @@ class JITFunction:
         """Compile for these arguments without launching."""
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
         values = self.bind(args, kwargs)
-        queue = overrides.get("queue") or _queue_of(values.values()) or dev.queue_for(overrides.get("device"))
+        queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target = self.target_for_queue(queue, overrides.get("target"))
         options = self.options(overrides, target)
-        key, sig, _ = self.specialize(values, options)
-        self.last = self.compiled(key, sig, options)
+        key, runtime = self.specialize(values, options)
+        self.last = self.compiled(key, lambda: self.signature(values, runtime), options)
         return self.last
 
     def compile_offline(self, signature: Dict[str, Any], target: str, num_subgroups: Optional[int] = None,

@@ -238,7 +238,6 @@ def f32_to_bf16_bits(x: float) -> int:
 
 def generate(func: ir.FuncOp, options) -> "CodeGen":
     """Build the LLVM module of lane-level ``func`` for ``options.target``."""
-    from . import rules_arith, rules_memory  # noqa: F401  (register rules)
     family = "cpu" if options.target.is_cpu else "gpu"
     cg = CodeGen(func, options, family)
     cg.build()
