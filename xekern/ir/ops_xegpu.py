@@ -250,16 +250,21 @@ class LoadNdOp(_NdAccess):
         super().__init__([tdesc, *offsets], [type], attrs, loc=loc)
 
     def verify(self):
+        """With ``array_length = n`` (after blocking) one load gives ``n`` blocks side by side, one
+        result each, the next block ``block_width`` elements to the right of the previous one."""
         t = self._check_offsets()
-        r = self.result.type
-        if r.elem != t.elem:
-            raise IRError(f"loads {t.elem}, not {r.elem}", self)
         tr = self.attrs.get("transpose")
         if tr is not None and self.attrs.get("packed"):
             raise IRError("VNNI packing and transpose cannot be combined (RFC)", self)
+        n = self.attrs.get("array_length") or 1
+        if len(self.results) != n:
+            raise IRError(f"array_length = {n} needs {n} results, got {len(self.results)}", self)
         want = t.value_shape if tr is None else tuple(t.value_shape[p] for p in tr)
-        if prod(r.shape) != prod(want) or (r.layout is not None and r.shape != want):
-            raise IRError(f"result {r} does not hold the block {list(want)}", self)
+        for r in self.results:
+            if r.type.elem != t.elem:
+                raise IRError(f"loads {t.elem}, not {r.type.elem}", self)
+            if r.type.layout is not None and r.type.shape != want:  # (lane level: a lane's slots)
+                raise IRError(f"result {r.type} does not hold the block {list(want)}", self)
         if self.attrs.get("transpose_bit_width") not in (None, 32, 64):
             raise IRError("transpose_bit_width must be 32 or 64", self)
 
@@ -277,7 +282,7 @@ class StoreNdOp(_NdAccess):
     def verify(self):
         t = self._check_offsets()
         v = self.operands[0].type
-        if elem_of(v) != t.elem or prod(shape_of(v)) != prod(t.value_shape):
+        if elem_of(v) != t.elem or (getattr(v, "layout", None) is not None and shape_of(v) != t.value_shape):
             raise IRError(f"value {v} does not match the descriptor {t}", self)
 
 

@@ -103,14 +103,17 @@ class CodeGen:
         fn = ll.Function(self.module, ll.FunctionType(VOID, arg_types), name=self.func.name)
         fn.calling_convention = "spir_kernel"
         self.fn = fn
-        entry = fn.append_basic_block("entry")
-        self.b = ll.IRBuilder(entry)
+        self.entry = fn.append_basic_block("entry")  # values cached for the whole kernel live here
+        start = fn.append_basic_block("start")
+        self.b = ll.IRBuilder(start)
         for a, v in zip(args, fn.args):
             v.name = a.hint or "arg"
             if isinstance(a.type, DType) and a.type.is_bool:
                 v = self.b.trunc(v, I1)
             self.values[a] = v
         self.block(self.func.body)
+        self.b.position_at_end(self.entry)
+        self.b.branch(start)
         sg = self.module.add_metadata([ll.Constant(I32, self.target.sg_size)])
         wg = self.module.add_metadata([ll.Constant(I32, self.options.workgroup_size), ll.Constant(I32, 1),
                                        ll.Constant(I32, 1)])
@@ -176,9 +179,11 @@ class CodeGen:
 
     # ---- ids (cached in the entry block) ------------------------------------------------------------
     def cached(self, key, make):
+        """``make()``'s value, built once in the entry block so it dominates every use."""
         v = self._cache.get(key)
         if v is None:
-            v = self._cache[key] = make()
+            with self.b.goto_block(self.entry):
+                v = self._cache[key] = make()
         return v
 
     def lane_id(self):

@@ -1,0 +1,404 @@
+"""Codegen of block operations: tensor descriptors (2D block load/store/prefetch), DPAS, SLM
+block IO and named barriers.
+
+Two implementations share one meaning, the slot order of ``layout.lane_slot_offsets``:
+
+- GPU targets with 2D block IO (pvc, bmg) use the recipes HARDWARE.md verified with IGC 12504:
+  ``llvm.genx.GenISA.LSC2DBlockRead`` for loads, inline vISA ``lsc_store_block2d`` /
+  ``lsc_load_block2d ... %null`` for stores and prefetches, the OpenCL DPAS builtins for ``dpas``.
+  Their register payloads are row-major (one row per component for 16-wide blocks; VNNI packs
+  2 or 4 rows into a dword), which is exactly the slot order the layouts describe.
+- The CPU device (and GPUs without 2D block IO for loads/stores) gets the same semantics
+  element by element: each slot's coordinates from the lane id, bounds-checked loads (zero
+  padding) and stores (out-of-bounds elements skipped); DPAS is emulated with sub-group
+  shuffles that fetch each A element from the lane that owns it.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
+from ...ir.types import DType, VectorType
+from ..rewrite import PassError
+from .core import CodeGen, NdDesc, ll_type, mem_type, rule
+from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_vector
+from .rules_arith import sub_group_shuffle, widen
+from .rules_memory import load_elem, slot_coords, store_elem, zero
+
+
+# ---- descriptors ---------------------------------------------------------------------------------
+
+@rule(ir.CreateNdTDescOp)
+def _create_nd(cg: CodeGen, op: ir.CreateNdTDescOp):
+    i32 = lambda v: cg.to_i32(cg.get(v))  # noqa: E731
+    return [NdDesc(cg.get(op.base), [i32(v) for v in op.shape], [i32(v) for v in op.strides],
+                   [i32(v) for v in op.offsets], op.result.type)]
+
+
+@rule(ir.UpdateNdOffsetOp)
+def _update_nd(cg: CodeGen, op: ir.UpdateNdOffsetOp):
+    d: NdDesc = cg.get(op.operands[0])
+    deltas = [cg.to_i32(cg.get(v)) for v in op.operands[1:]]
+    return [NdDesc(d.base, d.shape, d.strides, [cg.b.add(o, x) for o, x in zip(d.offsets, deltas)], d.type)]
+
+
+def _origin(cg: CodeGen, d: NdDesc, op) -> List:
+    return [cg.b.add(o, cg.to_i32(cg.get(v))) for o, v in zip(d.offsets, op.offsets)]
+
+
+def _element_address(cg: CodeGen, d: NdDesc, mem: List):
+    """(in-bounds i1, address) of memory coordinates ``mem`` in the descriptor's tensor."""
+    b = cg.b
+    inb = None
+    off = None
+    for c, n, s in zip(mem, d.shape, d.strides):
+        ok = b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, n))
+        inb = ok if inb is None else b.and_(inb, ok)
+        term = b.mul(cg.to_i64(c), cg.to_i64(s))
+        off = term if off is None else b.add(off, term)
+    return inb, cg.gep(d.base, mem_type(d.type.elem), off)
+
+
+def _mem_coords(cg: CodeGen, origin: List, rel: List, transposed: bool, col_shift: int = 0) -> List:
+    """Memory coordinates of a slot whose coordinates in the loaded tile are ``rel``."""
+    rel = list(reversed(rel)) if transposed else list(rel)
+    out = [cg.b.add(o, r) for o, r in zip(origin, rel)]
+    if col_shift:
+        out[-1] = cg.b.add(out[-1], cg.i32(col_shift))
+    return out
+
+
+def _zero_origin(tile: VectorType):
+    return [ll.Constant(I32, 0)] * tile.rank
+
+
+def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
+    origin = _origin(cg, d, op)
+    tr = bool(op.attrs.get("transpose"))
+    width = d.type.shape[-1]
+    t = d.type.elem
+    out = []
+    for bi, tile in enumerate(op.attrs["tiles"]):
+        vals = []
+        for rel in slot_coords(cg, tile, _zero_origin(tile)):
+            mem = _mem_coords(cg, origin, rel, tr, bi * width)
+            inb, ptr = _element_address(cg, d, mem)
+            vals.append(cg.masked(inb, lambda p=ptr: load_elem(cg, p, t), zero(t)))
+        out.append(vals)
+    return out
+
+
+def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
+    origin = _origin(cg, d, op)
+    (tile,) = op.attrs["tiles"]
+    t = d.type.elem
+    vals = cg.slots(op.operands[0])
+    for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
+        inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
+        cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
+
+
+def _block2d(cg: CodeGen) -> bool:
+    return cg.family == "gpu" and cg.target.has_block2d
+
+
+# ---- GPU 2D block IO (pvc / bmg) --------------------------------------------------------------------
+
+def _surface(cg: CodeGen, d: NdDesc, origin: List):
+    """(base i64, width_bytes-1, height-1, pitch_bytes-1, x, y) of a 2D block message."""
+    b = cg.b
+    eb = d.type.elem.itemsize
+    base = b.ptrtoint(d.base, I64)
+    if len(d.shape) == 1:
+        width, height, pitch, x, y = d.shape[0], cg.i32(1), d.shape[0], origin[0], cg.i32(0)
+    else:
+        width, height, pitch, x, y = d.shape[1], d.shape[0], d.strides[0], origin[1], origin[0]
+    m1 = lambda v: b.sub(v, cg.i32(1))  # noqa: E731
+    return [base, m1(b.mul(width, cg.i32(eb))), m1(height), m1(b.mul(pitch, cg.i32(eb))), x, y]
+
+
+def _unpack(cg: CodeGen, vec, count: int, t: DType) -> List:
+    """Split a block-read vector into ``count`` slots of dtype ``t`` (low bits first)."""
+    b = cg.b
+    elems = [b.extract_element(vec, cg.i32(i)) for i in range(vec.type.count)]
+    per = count // len(elems)
+    bits = t.bits
+    out = []
+    for e in elems:
+        for j in range(per):
+            v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, j * bits)), ll.IntType(bits))
+            if v.type != ll_type(t):
+                v = b.bitcast(v, ll_type(t)) if v.type.width == ll_type(t).width else b.trunc(v, ll_type(t))
+            out.append(v)
+    return out
+
+
+def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
+    t = d.type.elem
+    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    n = len(op.results)
+    tr = bool(op.attrs.get("transpose"))
+    packed = bool(op.attrs.get("packed"))
+    info = cg.target.block2d_for(t)
+    if info is None or w * n > info.max_width_x_array or h > info.max_height or n > info.max_array:
+        raise PassError(f"codegen: a {h}x{w}x{n} block of {t.user_name} exceeds {cg.target.name}'s 2D block load "
+                        f"limits", op)
+    if tr and t.bits != 32:
+        raise PassError(f"codegen: {cg.target.name} transposes 2D blocks of 32-bit elements only "
+                        f"(load {t.user_name} transposed with transpose_bit_width=32)", op)
+    tiles = op.attrs["tiles"]
+    slots = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles)
+    # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane
+    word = 32 if packed or t.bits >= 32 else t.bits * tiles[0].layout.lane_data[-1]
+    count = slots * t.bits // word
+    vt = ll.VectorType(ll.IntType(word), count)
+    name = f"llvm.genx.GenISA.LSC2DBlockRead.v{count}i{word}"
+    args = _surface(cg, d, _origin(cg, d, op)) + [cg.i32(t.bits), cg.i32(w), cg.i32(h), cg.i32(n),
+                                                  ll.Constant(I1, int(tr)), ll.Constant(I1, int(packed))]
+    vec = cg.ocl.intrinsic(cg.b, name, vt, args)
+    flat = _unpack(cg, vec, slots, t)
+    out, k = [], 0
+    for tile in op.attrs["tiles"]:
+        m = len(lane_slot_offsets(tile.layout, tile.shape))
+        out.append(flat[k:k + m])
+        k += m
+    return out
+
+
+def _inline_asm(cg: CodeGen, text: str, args: List, constraints: str) -> None:
+    fty = ll.FunctionType(ll.VoidType(), [a.type for a in args])
+    cg.extensions.add("SPV_INTEL_inline_assembly")
+    cg.b.call(ll.InlineAsm(fty, text, constraints, side_effect=True), args)
+
+
+def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
+    """``lsc_store_block2d`` in chunks of rows whose per-lane data is 128 bits (inline-asm operands
+    must be scalars or 128-bit vectors); store blocks are 16 elements wide, 1..8 rows."""
+    t = d.type.elem
+    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    if w != cg.target.sg_size or h > 8:
+        raise PassError(f"codegen: 2D block stores are {cg.target.sg_size} wide and at most 8 rows, got {h}x{w}", op)
+    vals = cg.slots(op.operands[0])
+    rows = max(1, min(h, 128 // t.bits))
+    surf = _surface(cg, d, _origin(cg, d, op))
+    for r0 in range(0, h, rows):
+        chunk = vals[r0:r0 + rows]
+        ints = [cg.b.bitcast(v, ll.IntType(t.bits)) if not isinstance(v.type, ll.IntType) else v for v in chunk]
+        if t.bits * len(ints) == 128:
+            data = ll.Constant(ll.VectorType(ll.IntType(t.bits), len(ints)), None)
+            for i, v in enumerate(ints):
+                data = cg.b.insert_element(data, v, cg.i32(i))
+        else:  # fewer bits: pack into one scalar
+            wide = ll.IntType(max(8, t.bits * len(ints)))
+            data = ll.Constant(wide, 0)
+            for i, v in enumerate(ints):
+                data = cg.b.or_(data, cg.b.shl(cg.b.zext(v, wide), ll.Constant(wide, i * t.bits)))
+        y = cg.b.add(surf[5], cg.i32(r0))
+        text = (f"lsc_store_block2d.ugm (M1, {cg.target.sg_size}) flat[$0,$1,$2,$3,$4,$5] "
+                f"$6:d{t.bits}.1x{w}x{len(ints)}nn")
+        _inline_asm(cg, text, surf[:5] + [y, data], "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u,rw")
+
+
+def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
+    t = d.type.elem
+    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    info = cg.target.block2d_for(t)
+    if info is None:
+        return
+    h, w = min(h, info.max_height), min(w, info.max_width)
+    text = (f"lsc_load_block2d.ugm.ca.ca (M1, {cg.target.sg_size}) %null:d{t.bits}.1x{w}x{h}nn "
+            f"flat[$0,$1,$2,$3,$4,$5]")
+    _inline_asm(cg, text, _surface(cg, d, _origin(cg, d, op)), "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
+
+
+@rule(ir.LoadNdOp)
+def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
+    d: NdDesc = cg.get(op.tdesc)
+    return _load_block2d(cg, op, d) if _block2d(cg) else _load_elementwise(cg, op, d)
+
+
+@rule(ir.StoreNdOp)
+def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
+    d: NdDesc = cg.get(op.tdesc)
+    if _block2d(cg):
+        _store_block2d(cg, op, d)
+    else:
+        _store_elementwise(cg, op, d)
+    return []
+
+
+@rule(ir.PrefetchNdOp)
+def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
+    if _block2d(cg):
+        _prefetch_block2d(cg, op, cg.get(op.tdesc))
+    return []  # the CPU device has no use for a prefetch; gathers need none
+
+
+# ---- DPAS --------------------------------------------------------------------------------------------
+
+def _owners(tile: VectorType, sg: int) -> Dict[Tuple[int, ...], Tuple[int, int]]:
+    """Element coordinates -> (lane, slot) of its first owner in a sub-group of ``sg`` lanes."""
+    offs = lane_slot_offsets(tile.layout, tile.shape)
+    table = {}
+    for lane in range(sg):
+        base = lane_base_py(tile.layout, tile.shape, lane)
+        for s, o in enumerate(offs):
+            table.setdefault(tuple(b + x for b, x in zip(base, o)), (lane, s))
+    return table
+
+
+def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
+    """DPAS, element by element: lane ``l`` owns C's column ``l``; each A element is fetched with a
+    shuffle from the lane that owns it, B's column is the lane's own."""
+    tiles = op.attrs["tiles"]
+    ta, tb, tc = tiles[0], tiles[1], tiles[-1]
+    (M, K), (_, N) = ta.shape, tb.shape
+    sg = cg.target.sg_size
+    if tb.layout.lane_layout != (1, sg) or tc.layout.lane_layout != (1, sg) or tc.layout.lane_data != (1, 1) \
+            or tb.layout.lane_data[1] != 1:
+        raise PassError("codegen: dpas operands need B and C spread one column per lane", op)
+    a_slots, b_slots = cg.slots(op.operands[0]), cg.slots(op.operands[1])
+    c_slots = cg.slots(op.operands[2]) if len(op.operands) > 2 else None
+    owner_a = _owners(ta, sg)
+    b_index = {o: s for s, o in enumerate(lane_slot_offsets(tb.layout, tb.shape))}
+    ea, eb, ec = ta.elem, tb.elem, tc.elem
+    b = cg.b
+    a_cache = {}
+
+    def a_val(i, k):
+        v = a_cache.get((i, k))
+        if v is None:
+            lane, slot = owner_a[(i, k)]
+            v = a_cache[(i, k)] = _widen_operand(cg, sub_group_shuffle(cg, "idx", a_slots[slot], cg.i32(lane)), ea)
+        return v
+
+    out = []
+    for j, (i, oc) in enumerate(lane_slot_offsets(tc.layout, tc.shape)):
+        acc = c_slots[j] if c_slots is not None else zero(ec)
+        for k in range(K):
+            bv = _widen_operand(cg, b_slots[b_index[(k, oc)]], eb)
+            if ec.is_floating:
+                acc = cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [a_val(i, k), bv, acc])
+            else:
+                acc = b.add(acc, b.mul(a_val(i, k), bv))
+        out.append(acc)
+    return [out]
+
+
+def _widen_operand(cg: CodeGen, v, t: DType):
+    if t.is_floating:
+        return widen(cg, v, t)
+    return cg.b.sext(v, I32) if t.is_signed else cg.b.zext(v, I32)
+
+
+_DPAS_NAMES = {"bf16": "bf16_bf16_matrix_mad_k16", "f16": "f16_f16_matrix_mad_k16",
+               "i8": "i8_i8_matrix_mad_k32", "ui8": "u8_u8_matrix_mad_k32", "f32": "tf32_tf32_matrix_mad_k8_f32"}  # IGC 12504's tf32 spelling
+
+
+def _pack(cg: CodeGen, slots: List, per: int, bits: int, as_float=False):
+    """Pack ``per`` consecutive slots (low bits first) into each component of a vector."""
+    b = cg.b
+    comps = []
+    for c in range(len(slots) // per):
+        group = slots[c * per:(c + 1) * per]
+        if as_float:
+            comps.append(group[0])
+            continue
+        wide = ll.IntType(bits * per)
+        acc = None
+        for j, v in enumerate(group):
+            if not isinstance(v.type, ll.IntType):
+                v = b.bitcast(v, ll.IntType(bits))
+            x = b.zext(v, wide) if per > 1 else v
+            if j:
+                x = b.shl(x, ll.Constant(wide, j * bits))
+            acc = x if acc is None else b.or_(acc, x)
+        comps.append(acc)
+    vt = ll.VectorType(comps[0].type, len(comps))
+    vec = ll.Constant(vt, None)
+    for i, c in enumerate(comps):
+        vec = b.insert_element(vec, c, cg.i32(i))
+    return vec
+
+
+def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
+    """The OpenCL DPAS builtins of the target (HARDWARE.md: names and operand types per sub-group
+    size), one call per group of rows the driver's compiler accepts (``dpas_builtin_rows``)."""
+    tiles = op.attrs["tiles"]
+    ta, tc = tiles[0], tiles[-1]
+    ea = ta.elem
+    a, bslots = cg.slots(op.operands[0]), cg.slots(op.operands[1])
+    c = cg.slots(op.operands[2]) if len(op.operands) > 2 else \
+        [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
+    M = ta.shape[0]
+    tf32 = ea.name == "f32"
+    rows = min(M, cg.target.dpas_rows_per_call(ea))
+    unsigned = ea.name == "ui8"
+    bvec = _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits, as_float=tf32)
+    a_per_row = len(a) // M if not tf32 else 1
+    out = []
+    for r0 in range(0, M, rows):
+        if tf32:  # A comes as rows pairs per float (components = ceil(M / 2)); one call covers M
+            avec = _pack(cg, a, 1, 32, as_float=True)
+            cpart = c
+        else:
+            avec = _pack(cg, a[r0 * a_per_row:(r0 + rows) * a_per_row], a_per_row, ea.bits)
+            cpart = c[r0:r0 + rows]
+        cvec = _pack(cg, cpart, 1, 32, as_float=True) if len(cpart) > 1 else cpart[0]
+        av = avec if len(a if tf32 else cpart) > 1 or tf32 else cg.b.extract_element(avec, cg.i32(0))
+        base = f"intel_sub_group_{_DPAS_NAMES[ea.name]}"
+        mangled = "_Z" + str(len(base)) + base + "".join(
+            mangle_vector(v.type, unsigned and v is not cvec) for v in (av, bvec, cvec))
+        r = cg.call(mangled, cvec.type, [av, bvec, cvec], convergent=True)
+        if isinstance(cvec.type, ll.VectorType):
+            out.extend(cg.b.extract_element(r, cg.i32(i)) for i in range(cvec.type.count))
+        else:
+            out.append(r)
+        if tf32:
+            break
+    return [out]
+
+
+@rule(ir.DpasOp)
+def _dpas(cg: CodeGen, op: ir.DpasOp):
+    if cg.family == "gpu" and cg.target.has_dpas:
+        return _dpas_builtin(cg, op)
+    return _dpas_emulated(cg, op)
+
+
+# ---- named barriers ---------------------------------------------------------------------------------
+
+@rule(ir.AllocNBarrierOp)
+def _alloc_nbarrier(cg: CodeGen, op):
+    cg.nbarriers = op.attrs["count"]
+    return []
+
+
+@rule(ir.InitNBarrierOp)
+def _init_nbarrier(cg: CodeGen, op):
+    ids = [cg.get(v) for v in op.operands]
+    if cg.family == "gpu" and cg.target.named_barriers:
+        ptr = cg.call("_Z18named_barrier_initi", ll.PointerType(addrspace=3), [ids[1]], convergent=True)
+        return [("hw", ptr)]
+    return [("wg", None)]
+
+
+@rule(ir.NBarrierArriveOp)
+def _nbarrier_arrive(cg: CodeGen, op):
+    # arriving publishes this subgroup's writes; the wait below is where subgroups meet
+    cg.call("_Z21__spirv_MemoryBarrierii", ll.VoidType(), [cg.i32(2), cg.i32(0x100 | 0x200 | 0x8)])
+    return []
+
+
+@rule(ir.NBarrierWaitOp)
+def _nbarrier_wait(cg: CodeGen, op):
+    kind, ptr = cg.get(op.operands[0])
+    if kind == "hw":
+        cg.call("_Z24work_group_named_barrierPU3AS314__namedBarrierj", ll.VoidType(), [ptr, cg.i32(3)],
+                convergent=True)
+    else:  # the CPU device (and DG2) have no hardware named barriers: the workgroup barrier is stronger
+        cg.call("_Z7barrierj", ll.VoidType(), [cg.i32(3)], convergent=True)
+    return []
