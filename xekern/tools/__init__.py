@@ -1,0 +1,1 @@
+"""Developer tools that look at what xekern produces (``isa``: SPIR-V -> Intel GPU ISA, offline)."""
