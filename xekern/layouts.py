@@ -183,6 +183,8 @@ def draw(layout, shape: Sequence[int], *, what: str = "both", file=None, png: Op
         raise ValueError(f"draw: pictures are of rank-1 and rank-2 tiles, got shape {list(shape)}; "
                          f"use ownership() for other ranks")
     show_sg, show_lane = _levels(layout, what)
+    if max_rows < 2 or max_cols < 2:
+        raise ValueError(f"draw: max_rows and max_cols must be at least 2, got {max_rows} and {max_cols}")
     verify_layout(layout, shape, sg_size=sg_size, num_subgroups=num_subgroups)
     rows_n, cols_n = (1, shape[0]) if len(shape) == 1 else shape
     rows, rows_cut = _shown(rows_n, max_rows)

@@ -73,9 +73,7 @@ class Target:
     ocloc_device: Optional[str] = None
     iga_platform: Optional[str] = None
     spirv_block_io: bool = False    # current drivers: SPV_INTEL_2d_block_io and subgroup MMA ops
-    # most rows (DPAS repeat count M) one DPAS builtin call may have, per operand dtype, where the
-    # driver's compiler falls short of the hardware (absent: the DPAS shape's m)
-    dpas_builtin_rows: Dict[str, int] = field(default_factory=dict)
+
     peak_tflops_bf16: Optional[float] = None
     notes: str = ""
 
@@ -104,10 +102,6 @@ class Target:
 
     def dpas_shape(self, dtype: DType) -> Optional[DpasShape]:
         return self.dpas.get(dtype.name if dtype != T.float32 else "tf32")
-
-    def dpas_rows_per_call(self, dtype: DType) -> int:
-        key = dtype.name if dtype != T.float32 else "tf32"
-        return self.dpas_builtin_rows.get(key, self.dpas[key].m)
 
     def block2d_for(self, dtype: DType) -> Optional[Block2D]:
         for b in self.block2d:
@@ -153,9 +147,6 @@ DG2 = Target(
     dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,), slm_bytes=64 * 1024,
     max_workgroup_size=1024, named_barriers=0, xe_cores=32, kind="gpu", ocloc_device="dg2-g10",
     iga_platform="12p71",
-    # IGC 12504 (seen here with ocloc + iga64): for SIMD8, M=8 calls of the bf16/f16/u8 builtins and
-    # M>=2 calls of the i8 one become calls to an unresolved function instead of dpas
-    dpas_builtin_rows={"bf16": 4, "f16": 4, "ui8": 4, "i8": 1},
     notes="8-wide DPAS, no 2D block IO (1D block reads / gathers instead), named barriers emulated")
 
 CPU = Target(

@@ -7,7 +7,8 @@ from typing import Optional
 from .. import ir
 from ..ir import types as T
 from ..ir.types import DType, MemDescType, PointerType, TensorDescType, VectorType
-from ..language.core import mem_desc, nbarrier, pointer_tile, tensor, tensor_descriptor, unwrap
+from ..language.core import (mem_desc, nbarrier, pointer_tile, scatter_descriptor, tensor, tensor_descriptor,
+                             unwrap)
 from .semantic import SemanticError
 
 # Triton's cache modifiers mapped to XeGPU cache hints (L1, L3)
@@ -126,6 +127,47 @@ class MemorySemantic:
         r = self.op(ir.AtomicRMWOp, kind, td.handle, v.handle, m.handle, c.handle if c is not None else None)
         r.handle.owner.attrs.update(sem=unwrap(sem) or "acq_rel", scope=unwrap(scope) or "gpu")
         return self.reshape(r, ()) if scalar else r
+
+    # ---- scattered descriptors: create_tdesc + load_gather / store_scatter / prefetch / update_offset --
+    def create_tdesc(self, base, offsets, chunk_size=1) -> scatter_descriptor:
+        base = unwrap(base)
+        if not self._is_ptr(base):
+            raise SemanticError(f"create_tdesc needs a scalar pointer as base, got {base!r}")
+        offs = self.to_tensor(offsets)
+        if not offs.is_tile or not offs.dtype.is_int or offs.dtype.is_bool:
+            raise SemanticError(f"create_tdesc offsets must be an integer tile, got {offs.type}")
+        if chunk_size not in (1, 2, 3, 4, 8, 16, 32, 64):
+            raise SemanticError(f"chunk_size {chunk_size!r} must be one of 1, 2, 3, 4, 8 (RFC), or 16..64 (Xe2)")
+        if chunk_size > 1 and len(offs.shape) != 1:
+            raise SemanticError("chunked descriptors take 1-D offsets (one address per lane row)")
+        return scatter_descriptor(self._scatter_desc(pointer_tile(base, offs), offs.shape, chunk_size).handle)
+
+    def _value_shape(self, d: scatter_descriptor):
+        return tuple(d.shape) + ((d.chunk_size,) if d.chunk_size > 1 else ())
+
+    def load_gather(self, d: scatter_descriptor, mask=None, other=None, hints=None):
+        shape = self._value_shape(d)
+        m = self._mask(mask, d.shape)
+        oth = None
+        if other is not None:
+            oth = self.broadcast_to(self.cast(self.to_tensor(other, d.dtype), d.dtype), shape)
+        return self.op(ir.LoadGatherOp, d.handle, m.handle, VectorType(shape, d.dtype),
+                       oth.handle if oth is not None else None, hints=hints)
+
+    def store_scatter(self, d: scatter_descriptor, value, mask=None, hints=None):
+        shape = self._value_shape(d)
+        v = self.broadcast_to(self.cast(self.to_tensor(value, d.dtype), d.dtype), shape)
+        m = self._mask(mask, d.shape)
+        self.b.create(ir.StoreScatterOp, v.handle, d.handle, m.handle, hints=hints)
+
+    def prefetch_scatter(self, d: scatter_descriptor, hints=None):
+        self.b.create(ir.PrefetchOp, d.handle, hints=hints)
+
+    def update_offset(self, d: scatter_descriptor, delta) -> scatter_descriptor:
+        delta = self.broadcast_to(self.to_tensor(delta), d.shape)
+        if not delta.dtype.is_int:
+            raise SemanticError("update_offset takes integer deltas")
+        return scatter_descriptor(self.b(ir.UpdateOffsetOp, d.handle, delta.handle))
 
     # ---- tensor descriptors: create_nd_tdesc + load_nd / store_nd / prefetch_nd -------------------
     def _index(self, v, what: str) -> tensor:

@@ -53,7 +53,7 @@ def _check_layout(op: Op, v: Value, ctx) -> None:
     t = v.type
     if not isinstance(t, (VectorType, TensorDescType)) or t.layout is None or ctx["level"] == "lane":
         return
-    shape = t.shape if isinstance(t, VectorType) else t.value_shape
+    shape = t.shape if isinstance(t, VectorType) or t.scattered else t.value_shape
     try:
         verify_layout(t.layout, shape, sg_size=ctx["sg_size"], num_subgroups=ctx["num_subgroups"],
                       level=ctx["level"])

@@ -257,6 +257,13 @@ def atomic_cas(pointer, cmp, val, mask=None, sem=None, scope=None, _sem=None):
     return _sem.atomic("cas", pointer, val, mask, cmp=cmp, sem=sem, scope=scope)
 
 
+@builtin
+def create_tdesc(base, offsets, chunk_size=1, _sem=None):
+    """Scattered addresses ``base + offsets`` (``xegpu.create_tdesc``), each ``chunk_size`` elements
+    long; load, store, prefetch and move them with the returned descriptor's methods."""
+    return _sem.create_tdesc(base, offsets, unwrap(chunk_size))
+
+
 # ---- tensor descriptors, dot, layouts ----------------------------------------------------------
 
 @builtin

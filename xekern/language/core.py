@@ -238,6 +238,60 @@ class tensor_descriptor(base_value):
         return _sem.advance_nd(self, deltas)
 
 
+class scatter_descriptor(base_value):
+    """Per-element addresses ``base + offsets`` (``xegpu.create_tdesc``), each covering
+    ``chunk_size`` consecutive elements. ``d.load(mask)`` gives a tile of shape
+    ``offsets.shape + (chunk_size,)`` (the chunk dimension dropped when it is 1).
+
+    Example::
+
+        d = xl.create_tdesc(x_ptr, rows * 4, chunk_size=4)   # 4 consecutive floats per row
+        v = d.load(mask=rows < n)                             # shape (R, 4)
+        d = d.update_offset(xl.full((R,), 4 * R, xl.int32))
+    """
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    @property
+    def type(self):
+        return self.handle.type
+
+    @property
+    def chunk_size(self) -> int:
+        return self.type.chunk_size
+
+    @property
+    def shape(self):
+        return self.type.shape
+
+    @property
+    def dtype(self):
+        return self.type.elem
+
+    def flatten(self):
+        return [self.handle]
+
+    def rebuild(self, handles):
+        return scatter_descriptor(handles[0])
+
+    @builtin
+    def load(self, mask=None, other=None, cache_modifier="", l1_hint=None, l2_hint=None, l3_hint=None, _sem=None):
+        return _sem.load_gather(self, mask, other, hints=_sem.hints(cache_modifier, l1_hint, l2_hint, l3_hint))
+
+    @builtin
+    def store(self, value, mask=None, cache_modifier="", l1_hint=None, l2_hint=None, l3_hint=None, _sem=None):
+        return _sem.store_scatter(self, value, mask, hints=_sem.hints(cache_modifier, l1_hint, l2_hint, l3_hint))
+
+    @builtin
+    def prefetch(self, cache_modifier="", l1_hint=None, l2_hint=None, l3_hint=None, _sem=None):
+        return _sem.prefetch_scatter(self, hints=_sem.hints(cache_modifier, l1_hint, l2_hint, l3_hint))
+
+    @builtin
+    def update_offset(self, delta, _sem=None):
+        return _sem.update_offset(self, delta)
+
+
 class mem_desc(base_value):
     """A matrix in shared local memory (``xegpu.create_mem_desc``), made by ``xl.alloc_slm``.
     ``m.load(offsets, shape)``, ``m.store(offsets, value)``."""
@@ -294,6 +348,7 @@ class nbarrier(base_value):
         return _sem.nbarrier_wait(self)
 
 
-__all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "mem_desc", "nbarrier",
+__all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "scatter_descriptor", "mem_desc",
+           "nbarrier",
            "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64", "ALL_DTYPES"]

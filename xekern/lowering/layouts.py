@@ -38,8 +38,28 @@ def make_slice(layout, dims: Sequence[int]) -> SliceLayout:
     if isinstance(layout, SliceLayout):
         kept = layout.kept_dims
         root_dims = sorted(set(layout.dims) | {kept[d] for d in dims})
-        return SliceLayout(_data_one(layout.root, root_dims), tuple(root_dims))
-    return SliceLayout(_data_one(layout, list(dims)), tuple(sorted(dims)))
+        root = layout.root
+    else:
+        root_dims, root = sorted(dims), layout
+    plain = _plain_if_unreplicated(root, root_dims)
+    return plain if plain is not None else SliceLayout(_data_one(root, root_dims), tuple(root_dims))
+
+
+def _plain_if_unreplicated(root: Layout, removed) -> "Layout | None":
+    """A slice whose removed dimensions have one subgroup and one lane is just the layout of the
+    kept dimensions (nothing is replicated along them): return that plain layout."""
+    for d in removed:
+        if (root.sg_layout or [1] * root.rank)[d] != 1 or (root.lane_layout or [1] * root.rank)[d] != 1:
+            return None
+    keep = [d for d in range(root.rank) if d not in removed]
+    if not keep:
+        return None
+    renum = {d: i for i, d in enumerate(keep)}
+
+    def cut(field):
+        return None if field is None else tuple(field[d] for d in keep)
+    return Layout(cut(root.sg_layout), cut(root.sg_data), cut(root.inst_data), cut(root.lane_layout),
+                  cut(root.lane_data), tuple(renum[d] for d in root.dim_order if d in renum))
 
 
 def unslice(layout, dim: int, size: int = 1):
@@ -195,3 +215,30 @@ def complete_layout(layout, shape: Sequence[int], num_subgroups: int, sg_size: i
         out = out.replace(sg_data=tuple(max(1, s // g) for s, g in zip(shape, out.sg_layout)))
     verify_layout(out, shape, sg_size=sg_size, num_subgroups=num_subgroups)
     return out
+
+
+def chunk_layout(layout, chunk: int):
+    """The layout of what a chunked gather loads: ``layout`` of the offsets plus a trailing dimension
+    of ``chunk`` consecutive elements, all held by the lane that owns the offset."""
+    if isinstance(layout, SliceLayout):
+        raise LayoutError("chunked gathers need offsets with a plain (not sliced) layout")
+    r = layout.rank
+
+    def ext(field, v):
+        return None if field is None else tuple(field) + (v,)
+    return Layout(ext(layout.sg_layout, 1), ext(layout.sg_data, chunk), ext(layout.inst_data, chunk),
+                  ext(layout.lane_layout, 1), ext(layout.lane_data or (1,) * r, chunk), (r,) + layout.dim_order)
+
+
+def unchunk_layout(layout):
+    """The offsets' layout of a chunked gather whose value has ``layout``."""
+    if isinstance(layout, SliceLayout):
+        raise LayoutError("chunked gathers need a plain (not sliced) layout")
+    r = layout.rank - 1
+    if (layout.lane_layout or (1,))[-1] != 1 or (layout.sg_layout or (1,))[-1] != 1:
+        return None  # not the layout of a chunked gather: nothing to infer
+
+    def cut(field):
+        return None if field is None else tuple(field[:r])
+    return Layout(cut(layout.sg_layout), cut(layout.sg_data), cut(layout.inst_data), cut(layout.lane_layout),
+                  cut(layout.lane_data), tuple(d for d in layout.dim_order if d != r))

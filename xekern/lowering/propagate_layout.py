@@ -20,8 +20,8 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..ir.types import TensorDescType, VectorType
-from .layouts import (complete_layout, default_layout, dpas_layouts, make_slice, nd_layout, permute_layout,
-                      unit_dims, unslice)
+from .layouts import (chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice, nd_layout,
+                      permute_layout, unchunk_layout, unit_dims, unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp)
@@ -94,6 +94,14 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
             rel.fn(op.result, op.operands[0], lambda l, p=op.perm: permute_layout(l, _inverse(p)))
         elif isinstance(op, (ir.CreateTDescOp, ir.UpdateOffsetOp)):
             rel.same(op.operands[1], op.result, op.operands[0] if isinstance(op, ir.UpdateOffsetOp) else None)
+        elif isinstance(op, (ir.LoadGatherOp, ir.StoreScatterOp)) and _chunk(op) > 1:
+            td = op.operands[0] if isinstance(op, ir.LoadGatherOp) else op.operands[1]
+            val = op.result if isinstance(op, ir.LoadGatherOp) else op.operands[0]
+            rel.same(td, op.operands[1] if isinstance(op, ir.LoadGatherOp) else op.operands[2])
+            rel.fn(td, val, lambda l, c=_chunk(op): chunk_layout(l, c))
+            rel.fn(val, td, unchunk_layout)
+            if isinstance(op, ir.LoadGatherOp) and len(op.operands) > 2:
+                rel.same(val, op.operands[2])
         elif isinstance(op, (ir.LoadGatherOp, ir.StoreScatterOp, ir.AtomicRMWOp, ir.PrefetchOp)):
             rel.same(*op.operands, *op.results)
         elif isinstance(op, ir.LoadNdOp):
@@ -118,6 +126,15 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
             for vals in zip(op.operands, op.before.args, cond, op.after.args, op.after.terminator.operands,
                             op.results):
                 rel.same(*vals)
+
+
+def _structural(op) -> bool:
+    return isinstance(op, (ir.LoadNdOp, ir.CreateNdTDescOp)) or isinstance(op, ir.LoadGatherOp) and _chunk(op) > 1
+
+
+def _chunk(op) -> int:
+    td = op.operands[0] if isinstance(op, ir.LoadGatherOp) else op.operands[1]
+    return td.type.chunk_size
 
 
 def _numel(v: Value) -> int:
@@ -164,7 +181,8 @@ class PropagateLayout(Rewriter):
         # defaults go to the largest tiles first, so broadcasts carry slices back to 1-D ranges
         pending = [(v, op) for op in ops for v in list(op.results) + [a for r in op.regions for a in r.args]
                    if _laid(v)]
-        pending.sort(key=lambda p: (-len(_shape(p[0])), -_numel(p[0])))
+        # (memory ops whose layout is structural, like chunked gathers and block loads, go first)
+        pending.sort(key=lambda p: (-len(_shape(p[0])), not _structural(p[1]), -_numel(p[0])))
         for v, op in pending:
             if v not in self.layout:
                 self.layout[v] = self._default(v, op)
@@ -218,6 +236,8 @@ class PropagateLayout(Rewriter):
         shape = t.shape
         if isinstance(t, TensorDescType) and not t.scattered or isinstance(op, ir.LoadNdOp):
             return nd_layout(shape, t.elem, self.target, self.G)
+        if isinstance(op, ir.LoadGatherOp) and _chunk(op) > 1:
+            return chunk_layout(default_layout(shape[:-1], self.G, self.sg), _chunk(op))
         return default_layout(shape, self.G, self.sg)
 
     # ---- rebuild ---------------------------------------------------------------------------------
@@ -265,6 +285,12 @@ class PropagateLayout(Rewriter):
         if isinstance(op, ir.ShapeCastOp) and _laid(op.operands[0]) and res is not None and \
                 len(_shape(op.result)) > len(_shape(op.operands[0])):
             return {0: make_slice(res, [_inserted_dim(_shape(op.operands[0]), _shape(op.result))])}
+        if isinstance(op, ir.LoadGatherOp) and _chunk(op) > 1:
+            td = unchunk_layout(res)
+            return {0: td, 1: td, 2: res}
+        if isinstance(op, ir.StoreScatterOp) and _chunk(op) > 1:
+            td = lay.get(op.operands[1])
+            return {0: chunk_layout(td, _chunk(op)), 2: td}
         if isinstance(op, (ir.LoadGatherOp, ir.AtomicRMWOp, ir.CreateTDescOp, ir.UpdateOffsetOp)):
             return {i: res for i, v in enumerate(op.operands) if _laid(v)}
         if isinstance(op, (ir.StoreScatterOp, ir.PrefetchOp)):

@@ -62,12 +62,25 @@ class NdDesc:
     offsets: List[object]        # i32 per dimension
     type: TensorDescType
 
+    def parts(self) -> list:
+        return [self.base, *self.shape, *self.strides, *self.offsets]
+
+    def with_parts(self, parts) -> "NdDesc":
+        r = len(self.shape)
+        return NdDesc(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.type)
+
 
 @dataclass
 class ScatterDesc:
     base: object                 # ptr
     offsets: List[object]        # one i64 element offset per slot
     type: TensorDescType
+
+    def parts(self) -> list:
+        return [self.base, *self.offsets]
+
+    def with_parts(self, parts) -> "ScatterDesc":
+        return ScatterDesc(parts[0], list(parts[1:]), self.type)
 
 
 @dataclass

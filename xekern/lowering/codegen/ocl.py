@@ -35,6 +35,33 @@ def mangle_vector(t: ll.Type, unsigned: bool = False) -> str:
     return mangle_scalar(t, unsigned)
 
 
+def mangle_args(types, unsigned=()) -> str:
+    """Itanium mangling of an argument list, with substitutions: a vector type seen before is
+    written ``S_``, ``S0_``, ``S1_``... (builtin scalar types are never substituted). IGC resolves
+    e.g. ``..._k16Dv8_iS_Dv8_f`` but silently leaves ``..._k16Dv8_iDv8_iDv8_f`` an unresolved call."""
+    seen, out = [], []
+    for i, t in enumerate(types):
+        m = mangle_vector(t, i in unsigned)
+        if isinstance(t, ll.VectorType):
+            if m in seen:
+                k = seen.index(m)
+                out.append("S_" if k == 0 else f"S{_base36(k - 1)}_")
+                continue
+            seen.append(m)
+        out.append(m)
+    return "".join(out)
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    s = ""
+    while True:
+        s = digits[n % 36] + s
+        n //= 36
+        if n == 0:
+            return s
+
+
 class Builtins:
     """Declares OpenCL builtins in one module on demand and calls them."""
 

@@ -405,22 +405,35 @@ def _return(cg: CodeGen, op):
 
 # ---- structured control flow -----------------------------------------------------------------------
 
+def _parts(v) -> List:
+    """The LLVM values one codegen value is made of (a slot list, a descriptor record, a scalar)."""
+    if isinstance(v, list):
+        return v
+    if hasattr(v, "parts"):
+        return v.parts()
+    return [v]
+
+
 def _flat(vals) -> List:
     out = []
     for v in vals:
-        out.extend(v if isinstance(v, list) else [v])
+        out.extend(_parts(v))
     return out
 
 
 def _shape_like(template: List, flat: List) -> List:
+    """Values shaped like ``template`` made of the LLVM values ``flat`` (inverse of ``_flat``)."""
     out, i = [], 0
     for t in template:
+        n = len(_parts(t))
+        chunk = flat[i:i + n]
+        i += n
         if isinstance(t, list):
-            out.append(flat[i:i + len(t)])
-            i += len(t)
+            out.append(chunk)
+        elif hasattr(t, "with_parts"):
+            out.append(t.with_parts(chunk))
         else:
-            out.append(flat[i])
-            i += 1
+            out.append(chunk[0])
     return out
 
 

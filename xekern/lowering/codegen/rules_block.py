@@ -24,7 +24,7 @@ from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
 from .core import CodeGen, NdDesc, ll_type, mem_type, rule
-from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_vector
+from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
 from .rules_memory import load_elem, slot_coords, store_elem, zero
 
@@ -326,7 +326,7 @@ def _pack(cg: CodeGen, slots: List, per: int, bits: int, as_float=False):
 
 def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
     """The OpenCL DPAS builtins of the target (HARDWARE.md: names and operand types per sub-group
-    size), one call per group of rows the driver's compiler accepts (``dpas_builtin_rows``)."""
+    size); ``tf32`` gives A as pairs of rows per float, one call covers all rows."""
     tiles = op.attrs["tiles"]
     ta, tc = tiles[0], tiles[-1]
     ea = ta.elem
@@ -335,7 +335,7 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
         [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
     M = ta.shape[0]
     tf32 = ea.name == "f32"
-    rows = min(M, cg.target.dpas_rows_per_call(ea))
+    rows = M
     unsigned = ea.name == "ui8"
     bvec = _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits, as_float=tf32)
     a_per_row = len(a) // M if not tf32 else 1
@@ -350,8 +350,8 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
         cvec = _pack(cg, cpart, 1, 32, as_float=True) if len(cpart) > 1 else cpart[0]
         av = avec if len(a if tf32 else cpart) > 1 or tf32 else cg.b.extract_element(avec, cg.i32(0))
         base = f"intel_sub_group_{_DPAS_NAMES[ea.name]}"
-        mangled = "_Z" + str(len(base)) + base + "".join(
-            mangle_vector(v.type, unsigned and v is not cvec) for v in (av, bvec, cvec))
+        mangled = "_Z" + str(len(base)) + base + mangle_args([av.type, bvec.type, cvec.type],
+                                                              unsigned=(0, 1) if unsigned else ())
         r = cg.call(mangled, cvec.type, [av, bvec, cvec], convergent=True)
         if isinstance(cvec.type, ll.VectorType):
             out.extend(cg.b.extract_element(r, cg.i32(i)) for i in range(cvec.type.count))

@@ -138,8 +138,9 @@ def _atomic(cg: CodeGen, op: ir.AtomicRMWOp):
 
 
 def _fail_order(ordering: str) -> str:
-    # a failed cmpxchg only reads: it may not have release semantics
-    return ordering.replace("acq_rel", "acquire").replace("release", "monotonic")
+    # a failed cmpxchg only reads: no release semantics; the syncscope is written once, before both
+    order = ordering.split()[-1]
+    return {"acq_rel": "acquire", "release": "monotonic"}.get(order, order)
 
 
 # ---- shared local memory -------------------------------------------------------------------------

@@ -1,0 +1,150 @@
+"""Device arithmetic on NumPy values: 16-bit floats computed in f32, C-like integers.
+
+The device (``lowering/codegen/rules_arith.py``) widens f16/bf16 to f32, computes and rounds back
+to nearest even; integers wrap; ``x / 0`` and ``x % 0`` give 0 on purpose (``_safe_div``), and
+``INT_MIN / -1`` wraps to ``INT_MIN``. These helpers do the same on scalars and arrays alike
+(NumPy's 0-d arrays stand in for scalars; ``core.to_value`` turns results back into scalars).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.types import DType
+
+SIGNED = {8: np.dtype(np.int8), 16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np.int64)}
+UNSIGNED = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
+F32 = np.dtype(np.float32)
+
+
+# ---- floats ------------------------------------------------------------------------------------
+
+def widen(x, t: DType) -> np.ndarray:
+    """A float value in the type the device computes it in (f32 for f16 and bf16)."""
+    a = np.asarray(x)
+    return a.astype(F32) if t.bits == 16 else a
+
+
+def narrow(x, t: DType) -> np.ndarray:
+    """Round a computed float back to ``t`` (nearest even, like the device)."""
+    return np.asarray(x).astype(t.np_dtype)
+
+
+def float_const(value: float, t: DType):
+    """A float constant as the device materializes it: bf16 through f32 (``f32_to_bf16_bits``)."""
+    if t.name == "bf16":
+        return np.asarray(np.float32(value)).astype(t.np_dtype)
+    return np.asarray(value, dtype=t.np_dtype)
+
+
+def int_const(value: int, t: DType):
+    if t.is_bool:
+        return np.asarray(bool(value))
+    return np.asarray(int(value) & ((1 << t.bits) - 1), dtype=UNSIGNED[t.bits]).view(t.np_dtype)
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """``llvm.round``: halves round away from zero (NumPy's ``round`` goes to even)."""
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    try:
+        from scipy.special import erf as _erf
+    except ImportError:  # scipy is optional: Python's math.erf per element
+        _erf = np.vectorize(math.erf, otypes=[np.float64])
+    return np.asarray(_erf(x.astype(np.float64))).astype(x.dtype)
+
+
+# ---- integers ----------------------------------------------------------------------------------
+
+def as_signed(x, t: DType) -> np.ndarray:
+    """The bits of ``x`` read as a signed integer of ``t``'s width (i1: true is -1)."""
+    a = np.asarray(x)
+    if t.is_bool:
+        return -(a.astype(np.int8))
+    return a.view(SIGNED[t.bits])
+
+
+def as_unsigned(x, t: DType) -> np.ndarray:
+    a = np.asarray(x)
+    if t.is_bool:
+        return a.astype(np.uint8)
+    return a.view(UNSIGNED[t.bits])
+
+
+def from_bits(a: np.ndarray, t: DType) -> np.ndarray:
+    """Integer bits computed at ``t``'s width (or wider, for i1) read back as ``t``."""
+    a = np.asarray(a)
+    if t.is_bool:
+        return (a & 1).astype(bool)
+    return a.view(t.np_dtype)
+
+
+def safe_div(kind: str, a, b, t: DType) -> np.ndarray:
+    """``divsi``/``divui``/``remsi``/``remui`` exactly as the device's ``_safe_div``: C truncation,
+    ``x / 0 == x % 0 == 0``, ``INT_MIN / -1 == INT_MIN`` and ``INT_MIN % -1 == 0``."""
+    if kind in ("divsi", "remsi"):
+        x, y = as_signed(a, t), as_signed(b, t)
+        zero, minus1 = y == 0, y == -1
+        d = np.where(zero | minus1, np.ones_like(y), y)
+        r = np.fmod(x, d)                       # C remainder: the sign of the dividend
+        if kind == "remsi":
+            out = np.where(zero | minus1, np.zeros_like(x), r)
+        else:
+            q = (x - r) // d                    # exact: x - r is a multiple of d
+            out = np.where(minus1, np.negative(x), np.where(zero, np.zeros_like(x), q))
+        return from_bits(out.astype(x.dtype), t)
+    x, y = as_unsigned(a, t), as_unsigned(b, t)
+    zero = y == 0
+    d = np.where(zero, np.ones_like(y), y)
+    out = x // d if kind == "divui" else x % d
+    return from_bits(np.where(zero, np.zeros_like(x), out).astype(x.dtype), t)
+
+
+def shift(kind: str, a, b, t: DType) -> np.ndarray:
+    """``shli``/``shrsi``/``shrui``. A shift by the width or more is poison on the device (LLVM);
+    here it gives 0 (``shli``, ``shrui``) or the sign (``shrsi``), as if shifted one bit at a time."""
+    bits = 1 if t.is_bool else t.bits
+    amt = as_unsigned(b, t).astype(np.uint64)
+    big = amt >= bits
+    n = np.where(big, np.zeros_like(amt), amt)
+    if kind == "shrsi":
+        x = as_signed(a, t)
+        out = np.where(big, x >> (bits - 1) if bits > 1 else x, x >> n.astype(x.dtype))
+        return from_bits(out.astype(x.dtype), t)
+    x = as_unsigned(a, t)
+    r = (x << n.astype(x.dtype)) if kind == "shli" else (x >> n.astype(x.dtype))
+    return from_bits(np.where(big, np.zeros_like(x), r).astype(x.dtype), t)
+
+
+def mulhi(kind: str, a, b, t: DType) -> np.ndarray:
+    """The high half of the double-width product (``mulhisi``/``mulhiui``)."""
+    signed = kind == "mulhisi"
+    x = as_signed(a, t) if signed else as_unsigned(a, t)
+    y = as_signed(b, t) if signed else as_unsigned(b, t)
+    if t.bits <= 32:
+        wide = np.int64 if signed else np.uint64
+        p = (x.astype(wide) * y.astype(wide)) >> t.bits
+        return from_bits(p.astype(x.dtype), t)
+    flat = [(int(p) * int(q)) >> 64 for p, q in zip(np.ravel(x), np.ravel(y))]  # Python ints: exact
+    hi = np.array([v & ((1 << 64) - 1) for v in flat], dtype=np.uint64).reshape(np.shape(x))
+    return from_bits(hi, t)
+
+
+def popcount(a, t: DType) -> np.ndarray:
+    x = as_unsigned(a, t)
+    return from_bits(np.bitwise_count(x).astype(x.dtype), t)
+
+
+def count_leading_zeros(a, t: DType) -> np.ndarray:
+    x = as_unsigned(a, t).astype(np.uint64)
+    n = np.zeros(x.shape, np.uint64)
+    for s in (32, 16, 8, 4, 2, 1):
+        hit = x >= np.uint64(1 << s)
+        n = np.where(hit, n + np.uint64(s), n)
+        x = np.where(hit, x >> np.uint64(s), x)
+    length = n + (x > 0)
+    return from_bits((np.uint64(t.bits) - length).astype(UNSIGNED[t.bits]), t)
