@@ -28,6 +28,7 @@ from .. import ir
 from ..errors import CompilationError, XekernError
 from ..ir.core import Block, Loc, Op, Value
 from ..ir.types import DType, VectorType
+from .numerics import npdt
 
 Rule = Callable[["Program", Op, list], Optional[Sequence]]
 RULES: Dict[type, Rule] = {}
@@ -90,33 +91,48 @@ def to_value(t, x):
     """``x`` as the interpreter's value of IR type ``t`` (a NumPy scalar or an array of ``t``'s
     shape and dtype); ``x`` is already of the right dtype except for NumPy's 0-d arrays."""
     if isinstance(t, VectorType):
+        dt = npdt(t.elem)
+        if type(x) is np.ndarray and x.dtype == dt and x.shape == t.shape:
+            return x
         a = np.asarray(x)
-        dt = t.elem.np_dtype
         if a.dtype != dt:
             a = a.astype(dt)
         if a.shape != t.shape:
             a = np.broadcast_to(a, t.shape).copy()
         return a
     if isinstance(t, DType):
+        dt = npdt(t)
+        if isinstance(x, np.generic) and x.dtype == dt:
+            return x
         a = np.asarray(x)
-        if a.dtype != t.np_dtype:
-            a = a.astype(t.np_dtype)
+        if a.dtype != dt:
+            a = a.astype(dt)
         return a.reshape(())[()]
     return x
 
 
-def check_value(op: Op, t, v) -> None:
-    """Raise if ``v`` does not hold IR type ``t`` (an interpreter bug, not a user's)."""
+def _expect(t):
+    """(dtype, shape or None for a scalar) a result of IR type ``t`` must have; None: not checked."""
     if isinstance(t, VectorType):
-        ok = isinstance(v, np.ndarray) and v.shape == t.shape and v.dtype == t.elem.np_dtype
-    elif isinstance(t, DType):
-        ok = isinstance(v, np.generic) and v.dtype == t.np_dtype
-    else:
+        return npdt(t.elem), t.shape
+    if isinstance(t, DType):
+        return npdt(t), None
+    return None
+
+
+def check_value(op: Op, expect, v) -> None:
+    """Raise if ``v`` does not match ``expect`` (from ``_expect``): an interpreter bug, not a user's."""
+    if expect is None:
         return
+    dt, shape = expect
+    if shape is None:
+        ok = isinstance(v, np.generic) and v.dtype == dt
+    else:
+        ok = type(v) is np.ndarray and v.dtype == dt and v.shape == shape
     if not ok:
         got = f"{type(v).__name__} {getattr(v, 'dtype', '')}{list(getattr(v, 'shape', ()))}"
-        raise InterpreterError(f"interpreter bug: '{op.op_name}' produced {got} for a result of type {t}"
-                               f"{where(op)}")
+        want = f"{dt}{list(shape or ())}"
+        raise InterpreterError(f"interpreter bug: '{op.op_name}' produced {got}, not {want}{where(op)}")
 
 
 # ---- plans and programs ------------------------------------------------------------------------
@@ -130,7 +146,7 @@ class Step:
         self.fn = rule_for(op)
         self.op = op
         self.ins = op.operands
-        self.outs = op.results
+        self.outs = tuple((r, _expect(r.type)) for r in op.results)
 
 
 class Plan:
@@ -188,8 +204,8 @@ class Program:
                 raise InterpreterError(f"kernel '{self.kernel}', program {self.program_id}: '{s.op.op_name}' "
                                        f"failed: {type(e).__name__}: {e}{where(s.op)}") from e
             if s.outs:
-                for r, v in zip(s.outs, res):
-                    check_value(s.op, r.type, v)
+                for (r, expect), v in zip(s.outs, res):
+                    check_value(s.op, expect, v)
                     env[r] = v
             if hooks is not None:
                 hooks.after(self, s.op, res)

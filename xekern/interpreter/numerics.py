@@ -16,6 +16,15 @@ from ..ir.types import DType
 SIGNED = {8: np.dtype(np.int8), 16: np.dtype(np.int16), 32: np.dtype(np.int32), 64: np.dtype(np.int64)}
 UNSIGNED = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
 F32 = np.dtype(np.float32)
+_NP = {}
+
+
+def npdt(t: DType) -> np.dtype:
+    """``t.np_dtype``, memoized (the property builds a dtype on every call)."""
+    d = _NP.get(t.name)
+    if d is None:
+        d = _NP[t.name] = t.np_dtype
+    return d
 
 
 # ---- floats ------------------------------------------------------------------------------------
@@ -148,3 +157,58 @@ def count_leading_zeros(a, t: DType) -> np.ndarray:
         x = np.where(hit, x >> np.uint64(s), x)
     length = n + (x > 0)
     return from_bits((np.uint64(t.bits) - length).astype(UNSIGNED[t.bits]), t)
+
+
+# ---- scalars: Python ints (a loop's counters and conditions are scalars; NumPy is slow there) ----
+
+def _bits(x, t: DType, signed: bool) -> int:
+    bits = 1 if t.is_bool else t.bits
+    u = int(x) & ((1 << bits) - 1)
+    return u - (1 << bits) if signed and u >> (bits - 1) else u
+
+
+def scalar_int(v: int, t: DType):
+    """The NumPy scalar of ``t`` holding ``v`` wrapped to ``t``'s width."""
+    if t.is_bool:
+        return np.bool_(v & 1)
+    return npdt(t).type(_bits(v, t, t.is_signed))
+
+
+def _c_div(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+def scalar_int_binary(kind: str, a, b, t: DType):
+    """``binary`` on two integer scalars, with Python ints (same results as the array path)."""
+    signed = kind.endswith("si")
+    x, y = _bits(a, t, signed), _bits(b, t, signed)
+    if kind in ("addi", "subi", "muli", "andi", "ori", "xori"):
+        r = {"addi": x + y, "subi": x - y, "muli": x * y, "andi": x & y, "ori": x | y, "xori": x ^ y}[kind]
+    elif kind in ("divsi", "divui", "remsi", "remui"):
+        if y == 0 or (signed and y == -1):
+            r = 0 if y == 0 or kind == "remsi" else -x
+        else:
+            q = _c_div(x, y) if signed else x // y
+            r = q if kind.startswith("div") else x - q * y
+    elif kind in ("shli", "shrsi", "shrui"):
+        bits = 1 if t.is_bool else t.bits
+        n = _bits(b, t, False)
+        if kind == "shrsi":
+            r = _bits(a, t, True) >> min(n, bits - 1)
+        else:
+            r = 0 if n >= bits else (x << n if kind == "shli" else x >> n)
+    elif kind in ("maxsi", "minsi", "maxui", "minui"):
+        r = max(x, y) if kind.startswith("max") else min(x, y)
+    elif kind in ("mulhisi", "mulhiui"):
+        r = (x * y) >> t.bits
+    else:
+        raise NotImplementedError(f"binary kind {kind}")
+    return scalar_int(r, t)
+
+
+def scalar_int_compare(pred: str, a, b, t: DType) -> np.bool_:
+    signed = pred[0] == "s"
+    x, y = _bits(a, t, signed), _bits(b, t, signed)
+    p = pred if pred in ("eq", "ne") else pred[1:]
+    return np.bool_({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y}[p])

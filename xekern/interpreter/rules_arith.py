@@ -43,6 +43,8 @@ def binary(kind: str, a, b, t: DType):
     """One elementwise ``a <kind> b`` of dtype ``t``, as the device computes it."""
     if t.is_floating:
         return N.narrow(_FLOAT[kind](N.widen(a, t), N.widen(b, t)), t)
+    if type(a) is not np.ndarray and type(b) is not np.ndarray:
+        return N.scalar_int_binary(kind, a, b, t)
     if kind in _WRAPPING:  # two's complement: the unsigned bits are the answer for every signedness
         return N.from_bits(_WRAPPING[kind](N.as_unsigned(a, t), N.as_unsigned(b, t)), t)
     if kind in ("divsi", "divui", "remsi", "remui"):
@@ -119,6 +121,8 @@ def compare(pred: str, a, b, t: DType):
             return _ORDERED[pred](x, y)
         uno = np.isnan(x) | np.isnan(y)
         return {"one": (x != y) & ~uno, "une": x != y, "uno": uno, "ord": ~uno}[pred]
+    if type(a) is not np.ndarray and type(b) is not np.ndarray:
+        return N.scalar_int_compare(pred, a, b, t)
     if pred in ("eq", "ne"):
         return _INT_CMP[pred](N.as_unsigned(a, t), N.as_unsigned(b, t))
     view = N.as_signed if pred[0] == "s" else N.as_unsigned

@@ -177,16 +177,24 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
 
 
 def nd_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layout:
-    """A layout for a descriptor tile no DPAS anchors: rows of ``sg`` lanes, 2D-block-sized blocks."""
-    base = default_layout(shape, G, target.sg_size)
-    if len(shape) != 2:
-        return base
-    sgd = base.sg_data
-    rows = min(sgd[0], 8)
-    cols = min(sgd[1], max(target.sg_size, 16 * 4 // elem.itemsize if elem.itemsize < 4 else 16))
-    cols = max(cols, min(sgd[1], target.sg_size))
-    lanes = (1, target.sg_size) if sgd[1] >= target.sg_size else base.lane_layout
-    return base.replace(inst_data=(rows, cols), lane_layout=lanes)
+    """A layout for a descriptor tile no DPAS anchors, shaped for 2D block messages: each block
+    row across the sub-group's lanes, blocks of up to 8 rows, subgroups down the rows first."""
+    sg = target.sg_size
+    if len(shape) != 2 or shape[1] < sg:
+        return default_layout(shape, G, sg)
+    rows, cols = shape
+    sgs = [1, 1]
+    left = G
+    while left > 1 and rows // (sgs[0] * 2) >= 1:
+        sgs[0] *= 2
+        left //= 2
+    while left > 1 and cols // (sgs[1] * 2) >= sg:
+        sgs[1] *= 2
+        left //= 2
+    sgs[0] *= left  # replicate what is left over
+    sgd = (max(1, rows // sgs[0]), cols // sgs[1])
+    return Layout(sg_layout=tuple(sgs), sg_data=sgd, inst_data=(min(sgd[0], 8), sg), lane_layout=(1, sg),
+                  lane_data=(1, 1), order=(1, 0))
 
 
 def complete_layout(layout, shape: Sequence[int], num_subgroups: int, sg_size: int):

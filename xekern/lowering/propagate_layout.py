@@ -128,8 +128,11 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
                 rel.same(*vals)
 
 
-def _structural(op) -> bool:
-    return isinstance(op, (ir.LoadNdOp, ir.CreateNdTDescOp)) or isinstance(op, ir.LoadGatherOp) and _chunk(op) > 1
+def _structural(op) -> int:
+    """Default-layout priority (0 first): loaded tiles decide their descriptors' layouts."""
+    if isinstance(op, ir.LoadNdOp) or isinstance(op, ir.LoadGatherOp) and _chunk(op) > 1:
+        return 0
+    return 1 if isinstance(op, ir.CreateNdTDescOp) else 2
 
 
 def _chunk(op) -> int:
@@ -182,7 +185,7 @@ class PropagateLayout(Rewriter):
         pending = [(v, op) for op in ops for v in list(op.results) + [a for r in op.regions for a in r.args]
                    if _laid(v)]
         # (memory ops whose layout is structural, like chunked gathers and block loads, go first)
-        pending.sort(key=lambda p: (-len(_shape(p[0])), not _structural(p[1]), -_numel(p[0])))
+        pending.sort(key=lambda p: (-len(_shape(p[0])), _structural(p[1]), -_numel(p[0])))
         for v, op in pending:
             if v not in self.layout:
                 self.layout[v] = self._default(v, op)

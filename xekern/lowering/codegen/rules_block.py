@@ -105,6 +105,39 @@ def _block2d(cg: CodeGen) -> bool:
     return cg.family == "gpu" and cg.target.has_block2d
 
 
+def _block_fits(cg: CodeGen, op, store: bool = False) -> bool:
+    """Whether a block's tile layout is the register payload of a 2D block message (one row of a
+    block across the sub-group's lanes, ``lane_data`` packing VNNI pairs or sub-32-bit columns);
+    blocks that are not are accessed element by element (still correct, slower)."""
+    d = cg.get(op.tdesc).type
+    tiles = op.attrs["tiles"]
+    sg = cg.target.sg_size
+    t = d.elem
+    info = cg.target.block2d_for(t)
+    if info is None or len(d.shape) != 2:
+        return False
+    h, w = d.shape
+    for tile in tiles:
+        lay = tile.layout
+        if lay.lane_layout != (1, sg):
+            return False
+        if op.attrs.get("transpose"):
+            if t.bits != 32 or lay.lane_data != (1, 1) or h != sg or w > info.max_width:
+                return False
+            continue
+        ld0, ld1 = lay.lane_data
+        if store:
+            if (ld0, ld1) != (1, 1) or w != sg:
+                return False
+            continue
+        packed = bool(op.attrs.get("packed"))
+        if packed and (ld0 != 32 // t.bits or ld1 != 1 or h % ld0) or not packed and ld0 != 1:
+            return False
+        if w % (sg * ld1) or w > info.max_width or h > info.max_height:
+            return False
+    return True
+
+
 # ---- GPU 2D block IO (pvc / bmg) --------------------------------------------------------------------
 
 def _surface(cg: CodeGen, d: NdDesc, origin: List):
@@ -130,8 +163,10 @@ def _unpack(cg: CodeGen, vec, count: int, t: DType) -> List:
     for e in elems:
         for j in range(per):
             v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, j * bits)), ll.IntType(bits))
+            if v.type.width != bits:
+                v = b.trunc(v, ll.IntType(bits))
             if v.type != ll_type(t):
-                v = b.bitcast(v, ll_type(t)) if v.type.width == ll_type(t).width else b.trunc(v, ll_type(t))
+                v = b.bitcast(v, ll_type(t))
             out.append(v)
     return out
 
@@ -217,13 +252,13 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
 @rule(ir.LoadNdOp)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    return _load_block2d(cg, op, d) if _block2d(cg) else _load_elementwise(cg, op, d)
+    return _load_block2d(cg, op, d) if _block2d(cg) and _block_fits(cg, op) else _load_elementwise(cg, op, d)
 
 
 @rule(ir.StoreNdOp)
 def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if _block2d(cg):
+    if _block2d(cg) and _block_fits(cg, op, store=True):
         _store_block2d(cg, op, d)
     else:
         _store_elementwise(cg, op, d)
@@ -295,7 +330,7 @@ def _widen_operand(cg: CodeGen, v, t: DType):
 
 
 _DPAS_NAMES = {"bf16": "bf16_bf16_matrix_mad_k16", "f16": "f16_f16_matrix_mad_k16",
-               "i8": "i8_i8_matrix_mad_k32", "ui8": "u8_u8_matrix_mad_k32", "f32": "tf32_tf32_matrix_mad_k8_f32"}  # IGC 12504's tf32 spelling
+               "i8": "i8_i8_matrix_mad_k32", "ui8": "u8_u8_matrix_mad_k32", "f32": "tf32_tf32_matrix_mad_k8_f32"}  # IGC 12504's spelling (short/int operands)
 
 
 def _pack(cg: CodeGen, slots: List, per: int, bits: int, as_float=False):
@@ -338,11 +373,14 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
     rows = M
     unsigned = ea.name == "ui8"
     bvec = _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits, as_float=tf32)
+    if tf32:  # IGC 12504 takes tf32 operands as raw bits: A as short8 (two per float), B as int8
+        bvec = cg.b.bitcast(bvec, ll.VectorType(I32, bvec.type.count))
     a_per_row = len(a) // M if not tf32 else 1
     out = []
     for r0 in range(0, M, rows):
-        if tf32:  # A comes as rows pairs per float (components = ceil(M / 2)); one call covers M
+        if tf32:  # A comes as row pairs per float (components = ceil(M / 2)); one call covers M
             avec = _pack(cg, a, 1, 32, as_float=True)
+            avec = cg.b.bitcast(avec, ll.VectorType(I16, 2 * avec.type.count))
             cpart = c
         else:
             avec = _pack(cg, a[r0 * a_per_row:(r0 + rows) * a_per_row], a_per_row, ea.bits)
