@@ -23,7 +23,7 @@ from math import prod
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from .ir.layout import (Layout, block_offsets, inst_shape, lane_base, lane_slot_offsets, sg_coords,
-                        sg_piece_offsets, sg_piece_shape, sg_splits, verify_layout)
+                        sg_piece_offsets, sg_piece_shape, sg_splits, verify_layout)  # noqa: F401 (Layout: doctests)
 
 __all__ = ["Owner", "ownership", "draw"]
 
