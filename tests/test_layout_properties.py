@@ -15,7 +15,7 @@ divide, round-robin and replication both drawn, random ``order``). For each one:
 * a lane has ``prod(rounds * lane_data)`` slots per block, numbered densely;
 * the same on ``make_slice`` slices (also of rank-3 parents, also nested), and ``make_slice``
   only normalizes: it distributes like the raw ``SliceLayout``; ``make_slice``, ``unit_dims`` and
-  ``unslice`` also take a raw nested ``SliceLayout`` (xfail: a known bug, see the mark);
+  ``unslice`` also take a raw nested ``SliceLayout``;
 * ``default_layout``, ``dpas_layouts``, ``unit_dims`` and ``permute_layout`` produce layouts with
   the same properties (a transposed tile keeps every element in its subgroup and lane);
 * layouts of arbitrary small integers (not powers of two) built to be valid distribute exactly,
@@ -253,14 +253,7 @@ def test_slices_distribute_every_element(c):
     assert ownership(layout, shape) == ownership(SliceLayout(case.layout, tuple(dims)), shape)
 
 
-# A known failure: hypothesis would spend ~20 s shrinking it on every run, so shrinking is off
-# while the xfail mark is on (remove both together).
-@pytest.mark.xfail(strict=True, reason=(
-    "bug in xekern/lowering/layouts.py: make_slice, unit_dims and unslice read a SliceLayout's `dims` as "
-    "dimensions of the root layout, which holds only when its parent is a plain Layout; for a nested "
-    "SliceLayout(SliceLayout(L, a), b) they remove or keep the wrong root dimensions (the result has the "
-    "wrong rank). Fix: removed root dims = [d for d in range(root.rank) if d not in layout.kept_dims]"))
-@settings(SETTINGS, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@settings(SETTINGS)
 @given(valid_cases(ranks=(4,)), st.data())
 def test_make_slice_unit_dims_unslice_take_raw_nested_slices(case, data):
     """A user may write a nested ``SliceLayout`` (the frontend keeps it as given); the passes'

@@ -13,7 +13,7 @@ from .runtime import device as _device  # noqa: E402
 
 _device.ensure_icd()  # before anything loads dpctl
 
-from . import language  # noqa: E402
+from . import language, layouts  # noqa: E402
 from .ir.layout import Layout, SliceLayout  # noqa: E402
 from .ir.types import PointerType  # noqa: E402
 from .runtime.arrays import DeviceArray, empty, to_device  # noqa: E402
@@ -34,4 +34,4 @@ def pointer(dtype, space: str = "global") -> PointerType:
 
 __all__ = ["jit", "JITFunction", "Launch", "cdiv", "CompilationError", "LaunchError", "XekernError",
            "CacheWarning", "Layout", "SliceLayout", "DeviceArray", "to_device", "empty", "synchronize",
-           "targets", "target_for", "Target", "get_target", "pointer", "language", "knobs", "__version__"]
+           "targets", "target_for", "layouts", "Target", "get_target", "pointer", "language", "knobs", "__version__"]

@@ -30,7 +30,7 @@ descriptors, DPAS, SLM), ``launch.py`` (arguments, the grid, copying back), ``de
 from . import rules_arith, rules_memory  # noqa: F401  (they register their rules)
 from .core import RULES, DeviceAssertionError, InterpreterError, OutOfBoundsError, Program, rule
 from .debug import Event, break_at, clear, trace
-from .launch import InterpretedKernel, interpret_launch
+from .launch import InterpretedKernel, interpret_launch, run_function
 
-__all__ = ["interpret_launch", "rule", "RULES", "Program", "InterpreterError", "OutOfBoundsError",
+__all__ = ["interpret_launch", "run_function", "rule", "RULES", "Program", "InterpreterError", "OutOfBoundsError",
            "DeviceAssertionError", "InterpretedKernel", "trace", "break_at", "clear", "Event"]

@@ -8,7 +8,7 @@ scalars become NumPy scalars of their IR type. The result is a ``Launch`` whose 
 from __future__ import annotations
 
 import weakref
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -17,12 +17,12 @@ from ..errors import CompilationError, LaunchError
 from ..frontend import compile_to_ir
 from ..frontend.generator import ConstArg
 from ..ir.core import IRError
-from ..ir.types import DType, MemDescType, PointerType
+from ..ir.types import DType, PointerType
 from ..runtime import arrays
 from ..runtime import device as dev
 from ..runtime.jit import Launch, _check_grid
 from . import numerics as N
-from .core import Plan, Program, where
+from .core import Plan, Program
 from .debug import active_hooks
 from .rules_memory import Buffer, Ptr
 
@@ -30,11 +30,11 @@ from .rules_memory import Buffer, Ptr
 class InterpretedKernel:
     """``Launch.kernel`` (and ``jit.last``) of an interpreted launch: the workgroup IR it ran."""
 
-    def __init__(self, func: ir.FuncOp, options):
+    def __init__(self, func: ir.FuncOp, workgroup_size: Optional[int] = None):
         self.name = func.name
         self.func = func
         self.plan = Plan(func)
-        self.workgroup_size = options.workgroup_size
+        self.workgroup_size = workgroup_size
         self.slm_bytes = sum(op.result.type.nbytes for op in func.walk() if isinstance(op, ir.CreateMemDescOp))
 
     @property
@@ -87,7 +87,7 @@ def kernel_for(jit, signature: Dict[str, object], options) -> InterpretedKernel:
             import linecache
             raise CompilationError(f"xegpu: {e}", loc.file, loc.line, loc.col,
                                    linecache.getline(loc.file, loc.line) or None, loc.func) from e
-        k = table[key] = InterpretedKernel(func, options)
+        k = table[key] = InterpretedKernel(func, options.workgroup_size)
     return k
 
 
@@ -131,7 +131,7 @@ def _usm_buffer(name: str, v):
         syclobj.wait()  # kernels queued before write it
     mem = dev.dpctl().memory.as_usm_memory(v)
     n = int(np.prod(shape, dtype=np.int64))
-    host = np.empty(n, d.np_dtype)
+    host = np.empty(n, N.npdt(d))
     if n:
         mem.copy_to_host(host.view(np.uint8))
 
@@ -157,7 +157,7 @@ def _pointer_arg(name: str, v, t: PointerType):
         buf, back = _usm_buffer(name, v)
     else:
         raise LaunchError(f"argument '{name}': expected an array for a pointer parameter, got {type(v).__name__}")
-    if buf.data.dtype != t.elem.np_dtype:
+    if buf.data.dtype != N.npdt(t.elem):
         raise LaunchError(f"argument '{name}': expected an array of {t.elem.user_name}, got {buf.data.dtype}")
     return Ptr(buf, 0), _WriteBack(buf, back)
 
@@ -168,7 +168,7 @@ def _scalar_arg(name: str, v, t: DType):
             return np.bool_(bool(v))
         if t.is_floating:
             return np.asarray(v).astype(np.float64 if not isinstance(v, np.generic) else v.dtype) \
-                .astype(t.np_dtype)[()]
+                .astype(N.npdt(t))[()]
         return N.int_const(int(v), t)[()]
     except (TypeError, ValueError, OverflowError) as e:
         raise LaunchError(f"argument '{name}': cannot pass {v!r} as {t.user_name} ({e})") from None
@@ -199,10 +199,24 @@ def interpret_launch(jit, grid, values_by_name: Dict[str, object], signature: Di
     (``event`` None, ``kernel.asm['xegpu']`` the IR that ran)."""
     kernel = kernel_for(jit, signature, options)
     g = _check_grid(grid, values_by_name)
-    grid3 = tuple(g) + (1,) * (3 - len(g))
-    env, backs = bind_arguments(kernel.func, values_by_name)
-    state = LaunchState(kernel, grid3, options.num_subgroups)
     jit.last = kernel
+    run(kernel, g, values_by_name, options.num_subgroups)
+    return Launch(kernel, None)
+
+
+def run_function(func: ir.FuncOp, grid, args: Dict[str, object], num_subgroups: int = 4) -> InterpretedKernel:
+    """Interpret a workgroup-level IR function directly (``args`` by argument name, as for a launch);
+    for tests of IR built by hand. ``grid`` is a tuple of 1 to 3 positive ints."""
+    kernel = InterpretedKernel(func)
+    run(kernel, _check_grid(tuple(grid), args), args, num_subgroups)
+    return kernel
+
+
+def run(kernel: InterpretedKernel, grid: Tuple[int, ...], values: Dict[str, object], num_subgroups: int) -> None:
+    """Every program of ``grid``, x fastest, each to its end before the next starts."""
+    grid3 = tuple(grid) + (1,) * (3 - len(grid))
+    env, backs = bind_arguments(kernel.func, values)
+    state = LaunchState(kernel, grid3, num_subgroups)
     ok = False
     try:
         with np.errstate(all="ignore"):  # wrap-around and inf/NaN are the semantics, not accidents
@@ -218,4 +232,3 @@ def interpret_launch(jit, grid, values_by_name: Dict[str, object], signature: Di
             except Exception:
                 if ok:
                     raise
-    return Launch(kernel, None)

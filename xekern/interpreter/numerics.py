@@ -37,20 +37,20 @@ def widen(x, t: DType) -> np.ndarray:
 
 def narrow(x, t: DType) -> np.ndarray:
     """Round a computed float back to ``t`` (nearest even, like the device)."""
-    return np.asarray(x).astype(t.np_dtype)
+    return np.asarray(x).astype(npdt(t))
 
 
 def float_const(value: float, t: DType):
     """A float constant as the device materializes it: bf16 through f32 (``f32_to_bf16_bits``)."""
     if t.name == "bf16":
-        return np.asarray(np.float32(value)).astype(t.np_dtype)
-    return np.asarray(value, dtype=t.np_dtype)
+        return np.asarray(np.float32(value)).astype(npdt(t))
+    return np.asarray(value, dtype=npdt(t))
 
 
 def int_const(value: int, t: DType):
     if t.is_bool:
         return np.asarray(bool(value))
-    return np.asarray(int(value) & ((1 << t.bits) - 1), dtype=UNSIGNED[t.bits]).view(t.np_dtype)
+    return np.asarray(int(value) & ((1 << t.bits) - 1), dtype=UNSIGNED[t.bits]).view(npdt(t))
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -89,7 +89,7 @@ def from_bits(a: np.ndarray, t: DType) -> np.ndarray:
     a = np.asarray(a)
     if t.is_bool:
         return (a & 1).astype(bool)
-    return a.view(t.np_dtype)
+    return a.view(npdt(t))
 
 
 def safe_div(kind: str, a, b, t: DType) -> np.ndarray:

@@ -143,22 +143,22 @@ def _select(ctx, op, args):
 def cast(kind: str, x, src: DType, dst: DType):
     """One ``arith`` cast as the device does it (16-bit floats go through f32)."""
     if kind == "bitcast":
-        return np.asarray(x).view(dst.np_dtype)
+        return np.asarray(x).view(N.npdt(dst))
     if kind in ("extf", "truncf"):
         v = np.asarray(x)
         if dst.bits == 16 and v.dtype.itemsize == 8:
             v = v.astype(np.float32)  # the device rounds f64 -> f16/bf16 through f32
-        return v.astype(dst.np_dtype)
+        return v.astype(N.npdt(dst))
     if kind in ("sitofp", "uitofp"):
         v = N.as_signed(x, src) if kind == "sitofp" else N.as_unsigned(x, src)
-        f = v.astype(np.float32 if dst.bits == 16 else dst.np_dtype)
-        return f.astype(dst.np_dtype)
+        f = v.astype(np.float32 if dst.bits == 16 else N.npdt(dst))
+        return f.astype(N.npdt(dst))
     if kind in ("fptosi", "fptoui"):  # out of range is poison on the device; NumPy's C cast here
         v = N.widen(x, src)
         if dst.is_bool:
             return v.astype(np.int64) & 1 != 0
         w = N.SIGNED[dst.bits] if kind == "fptosi" else N.UNSIGNED[dst.bits]
-        return v.astype(w).view(dst.np_dtype)
+        return v.astype(w).view(N.npdt(dst))
     if kind in ("extsi", "extui"):
         if kind == "extsi":
             v = N.as_signed(x, src).astype(N.SIGNED[dst.bits])
@@ -182,7 +182,7 @@ def _cast(ctx, op, args):
 @rule(ir.StepOp)
 def _step(ctx, op, args):
     t = op.result.type
-    return [np.arange(t.shape[0], dtype=t.elem.np_dtype)]
+    return [np.arange(t.shape[0], dtype=N.npdt(t.elem))]
 
 
 @rule(ir.BroadcastOp)
@@ -217,7 +217,7 @@ def _extract(ctx, op, args):
 
 @rule(ir.FromElementsOp)
 def _from_elements(ctx, op, args):
-    return [to_value(op.result.type, np.array(args, dtype=op.result.type.elem.np_dtype).reshape(op.result.type.shape))]
+    return [to_value(op.result.type, np.array(args, dtype=N.npdt(op.result.type.elem)).reshape(op.result.type.shape))]
 
 
 @rule(ir.SlotShuffleOp)
@@ -262,12 +262,11 @@ def _for(ctx, op: ir.ForOp, args):
     lb, ub, step = args[:3]
     carried = list(args[3:])
     t: DType = op.operands[0].type
-    less = (lambda a, b: N.as_signed(a, t) < N.as_signed(b, t)) if t.is_signed else \
-        (lambda a, b: N.as_unsigned(a, t) < N.as_unsigned(b, t))
+    less = "slt" if t.is_signed else "ult"
     iv = lb
-    while less(iv, ub):
+    while N.scalar_int_compare(less, iv, ub, t):
         carried = ctx.run(op.body, [iv] + carried)
-        iv = to_value(t, binary("addi", iv, step, t))
+        iv = N.scalar_int_binary("addi", iv, step, t)
     return carried
 
 

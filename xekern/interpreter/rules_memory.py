@@ -119,7 +119,7 @@ def _load_gather(ctx, op, args):
     idx, m = _elements(d, mask)
     check_bounds(ctx, op, d.buffer, idx, m, "load")
     t: VectorType = op.result.type
-    out = np.array(args[2]).reshape(idx.shape) if len(args) > 2 else np.zeros(idx.shape, t.elem.np_dtype)
+    out = np.array(args[2]).reshape(idx.shape) if len(args) > 2 else np.zeros(idx.shape, N.npdt(t.elem))
     out[m] = d.buffer.data[idx[m]]
     return [out.reshape(t.shape)]
 
@@ -142,7 +142,7 @@ def _prefetch(ctx, op, args):
     return None  # a cache hint: it never faults, and the host has no cache to warm
 
 
-_ATOMIC = {"add": "add", "and": "andi", "or": "ori", "xor": "xori"}
+_ATOMIC = {"add": "addi", "and": "andi", "or": "ori", "xor": "xori"}
 
 
 def _atomic_new(kind: str, old, val, cmp, t: DType):
@@ -163,6 +163,24 @@ def _atomic_new(kind: str, old, val, cmp, t: DType):
     return binary(k, old, val, t)
 
 
+def _rounds(where: np.ndarray):
+    """Index arrays that split ``where`` into rounds without repeated addresses: round ``r`` has
+    the ``r``-th occurrence of each address, so rounds in order are the sequential order."""
+    n = where.size
+    if n == 0:
+        return []
+    order = np.argsort(where, kind="stable")
+    s = where[order]
+    first = np.r_[True, s[1:] != s[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n) - start
+    top = int(rank.max())
+    if top == 0:
+        return [slice(None)]
+    return [np.flatnonzero(rank == r) for r in range(top + 1)]
+
+
 @rule(ir.AtomicRMWOp)
 def _atomic(ctx, op, args):
     """Each element where ``mask`` holds, in row-major order: ``old = *p; *p = old <kind> value``;
@@ -177,17 +195,13 @@ def _atomic(ctx, op, args):
     vals = np.asarray(value).reshape(-1)[sel]
     cmps = cmp.reshape(-1)[sel] if cmp is not None else None
     data = d.buffer.data
-    if np.unique(where).size == where.size:  # no address twice: all at once
-        old = data[where].copy()
-        data[where] = _atomic_new(op.kind, old, vals, cmps, t)
-    else:                                     # the same address again: one after the other
-        old = np.empty(where.size, data.dtype)
-        for k, i in enumerate(where):
-            old[k] = data[i]
-            data[i] = _atomic_new(op.kind, data[i:i + 1], vals[k:k + 1],
-                                  cmps[k:k + 1] if cmps is not None else None, t)[0]
+    old = np.empty(where.size, data.dtype)
+    for sel_r in _rounds(where):  # each round touches an address at most once
+        w = where[sel_r]
+        old[sel_r] = data[w]
+        data[w] = _atomic_new(op.kind, old[sel_r], vals[sel_r], cmps[sel_r] if cmps is not None else None, t)
     d.buffer.dirty = True
-    out = np.zeros(idx.size, t.np_dtype)
+    out = np.zeros(idx.size, N.npdt(t))
     out[sel] = old
     return [to_value(op.result.type, out.reshape(op.result.type.shape))]
 
@@ -231,7 +245,7 @@ def _load_nd(ctx, op: ir.LoadNdOp, args):
     idx, inb = _block(d, args[1:])
     check_bounds(ctx, op, d.buffer, idx, inb, "descriptor load (the descriptor's shape and strides reach past "
                                               "the argument's memory)")
-    out = np.zeros(idx.shape, d.type.elem.np_dtype)
+    out = np.zeros(idx.shape, N.npdt(d.type.elem))
     out[inb] = d.buffer.data[idx[inb]]
     tr = op.attrs.get("transpose")
     n = len(op.results)
@@ -269,7 +283,7 @@ def _dpas(ctx, op: ir.DpasOp, args):
         r = np.asarray(a).astype(np.float64) @ np.asarray(b).astype(np.float64)
         if len(args) > 2:
             r = r + np.asarray(args[2]).astype(np.float64)
-        return [to_value(op.result.type, r.astype(t.np_dtype))]
+        return [to_value(op.result.type, r.astype(N.npdt(t)))]
     r = np.asarray(a).astype(np.int64) @ np.asarray(b).astype(np.int64)
     if len(args) > 2:
         r = r + np.asarray(args[2]).astype(np.int64)
@@ -295,7 +309,7 @@ def _create_mem_desc(ctx, op, args):
         t: MemDescType = op.result.type
         n = int(np.prod(t.shape))
         m = ctx.slm[op] = SlmMatrix(Buffer(f"shared local memory matrix {list(t.shape)}",
-                                           _poison(n, t.elem.np_dtype)), t)
+                                           _poison(n, N.npdt(t.elem))), t)
     return [m]
 
 

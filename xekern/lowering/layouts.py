@@ -25,8 +25,14 @@ def unit_dims(layout, shape: Sequence[int]):
         return layout
     if isinstance(layout, SliceLayout):
         kept = layout.kept_dims
-        return SliceLayout(_data_one(layout.root, [kept[i] for i in ones]), layout.dims)
+        return SliceLayout(_data_one(layout.root, [kept[i] for i in ones]), _removed(layout))
     return _data_one(layout, ones)
+
+
+def _removed(layout: SliceLayout) -> tuple:
+    """The root dimensions a (possibly nested) slice removes."""
+    kept = layout.kept_dims
+    return tuple(d for d in range(layout.root.rank) if d not in kept)
 
 
 def make_slice(layout, dims: Sequence[int]) -> SliceLayout:
@@ -37,7 +43,7 @@ def make_slice(layout, dims: Sequence[int]) -> SliceLayout:
     """
     if isinstance(layout, SliceLayout):
         kept = layout.kept_dims
-        root_dims = sorted(set(layout.dims) | {kept[d] for d in dims})
+        root_dims = sorted(set(_removed(layout)) | {kept[d] for d in dims})
         root = layout.root
     else:
         root_dims, root = sorted(dims), layout
@@ -68,12 +74,12 @@ def unslice(layout, dim: int, size: int = 1):
     if not isinstance(layout, SliceLayout):
         return None
     kept = list(layout.kept_dims)
+    removed = _removed(layout)
     # the root dim that becomes visible again: the sliced root dim positioned at ``dim``
-    candidates = [d for d in layout.dims]
-    for rd in candidates:
+    for rd in removed:
         new_kept = sorted(kept + [rd])
         if new_kept.index(rd) == dim:
-            rest = tuple(d for d in layout.dims if d != rd)
+            rest = tuple(d for d in removed if d != rd)
             root = layout.root
             return SliceLayout(root, rest) if rest else root
     return None

@@ -49,17 +49,33 @@ def _origin(cg: CodeGen, d: NdDesc, op) -> List:
     return [cg.b.add(o, cg.to_i32(cg.get(v))) for o, v in zip(d.offsets, op.offsets)]
 
 
-def _element_address(cg: CodeGen, d: NdDesc, mem: List):
-    """(in-bounds i1, address) of memory coordinates ``mem`` in the descriptor's tensor."""
+def _element_address(cg: CodeGen, d: NdDesc, mem: List, clamp: bool = False):
+    """(in-bounds i1, address) of memory coordinates ``mem`` in the descriptor's tensor. With
+    ``clamp`` the address of an out-of-bounds element is moved to the nearest element inside the
+    tensor, so it may be read unconditionally (a select then zeroes it): no branch per element."""
     b = cg.b
     inb = None
     off = None
     for c, n, s in zip(mem, d.shape, d.strides):
         ok = b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, n))
         inb = ok if inb is None else b.and_(inb, ok)
+        if clamp:
+            top = b.sub(n, cg.i32(1))
+            c = b.select(b.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
+            c = b.select(b.icmp_signed(">", c, top), top, c)
         term = b.mul(cg.to_i64(c), cg.to_i64(s))
         off = term if off is None else b.add(off, term)
     return inb, cg.gep(d.base, mem_type(d.type.elem), off)
+
+
+def _nonempty(cg: CodeGen, d: NdDesc):
+    """True when every dimension of the tensor has an element (clamped addresses are valid then)."""
+    b = cg.b
+    ok = None
+    for n in d.shape:
+        x = b.icmp_signed(">", n, cg.i32(0))
+        ok = x if ok is None else b.and_(ok, x)
+    return ok
 
 
 def _mem_coords(cg: CodeGen, origin: List, rel: List, transposed: bool, col_shift: int = 0) -> List:
@@ -80,14 +96,44 @@ def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     tr = bool(op.attrs.get("transpose"))
     width = d.type.shape[-1]
     t = d.type.elem
+    tiles = op.attrs["tiles"]
+
+    def body():
+        out = []
+        for bi, tile in enumerate(tiles):
+            vals = []
+            for rel in slot_coords(cg, tile, _zero_origin(tile)):
+                inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, tr, bi * width), clamp=True)
+                vals.append(cg.b.select(inb, load_elem(cg, ptr, t), zero(t)))
+            out.append(vals)
+        return out
+    # an empty tensor has no element to clamp to: then the whole block reads as zero
+    res = _branch_values(cg, _nonempty(cg, d), body, [[zero(t)] * len(lane_slot_offsets(tl.layout, tl.shape))
+                                                      for tl in tiles])
+    return res
+
+
+def _branch_values(cg: CodeGen, cond, then, otherwise: List[List]) -> List[List]:
+    """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``."""
+    b = cg.b
+    start = b.block
+    on = cg.fn.append_basic_block("nonempty")
+    done = cg.fn.append_basic_block("nonempty.end")
+    b.cbranch(cond, on, done)
+    b.position_at_end(on)
+    vals = then()
+    end = b.block
+    b.branch(done)
+    b.position_at_end(done)
     out = []
-    for bi, tile in enumerate(op.attrs["tiles"]):
-        vals = []
-        for rel in slot_coords(cg, tile, _zero_origin(tile)):
-            mem = _mem_coords(cg, origin, rel, tr, bi * width)
-            inb, ptr = _element_address(cg, d, mem)
-            vals.append(cg.masked(inb, lambda p=ptr: load_elem(cg, p, t), zero(t)))
-        out.append(vals)
+    for vs, ws in zip(vals, otherwise):
+        row = []
+        for v, w in zip(vs, ws):
+            phi = b.phi(v.type)
+            phi.add_incoming(v, end)
+            phi.add_incoming(w, start)
+            row.append(phi)
+        out.append(row)
     return out
 
 
@@ -302,12 +348,17 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     b = cg.b
     a_cache = {}
+    from_memory = _uniform_a_loader(cg, op.operands[0]) if cg.family == "cpu" else None
 
     def a_val(i, k):
         v = a_cache.get((i, k))
         if v is None:
-            lane, slot = owner_a[(i, k)]
-            v = a_cache[(i, k)] = _widen_operand(cg, sub_group_shuffle(cg, "idx", a_slots[slot], cg.i32(lane)), ea)
+            if from_memory is not None:  # every lane reads the same element: a broadcast load
+                raw = from_memory(i, k)
+            else:  # fetch it from the lane that owns it
+                lane, slot = owner_a[(i, k)]
+                raw = sub_group_shuffle(cg, "idx", a_slots[slot], cg.i32(lane))
+            v = a_cache[(i, k)] = _widen_operand(cg, raw, ea)
         return v
 
     out = []
@@ -321,6 +372,59 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
                 acc = b.add(acc, b.mul(a_val(i, k), bv))
         out.append(acc)
     return [out]
+
+
+def _uniform_a_loader(cg: CodeGen, a):
+    """When A was just loaded through a descriptor, a function (i, k) -> A[i][k] read from memory at
+    an address that is the same in every lane (the CPU compiler makes it one broadcast load);
+    None otherwise. Same values as the shuffles, without the cross-lane traffic."""
+    load = a.op
+    if not isinstance(load, ir.LoadNdOp):
+        return None
+    d: NdDesc = cg.get(load.tdesc)
+    index = list(load.results).index(a)
+    tile = load.attrs["tiles"][index]
+    grid = load.attrs.get("block_grid") or (1, len(load.results))
+    bh, bw = tile.shape if not load.attrs.get("transpose") else tuple(reversed(tile.shape))
+    r_off, c_off = (index // grid[1]) * bh, (index % grid[1]) * bw
+    if len(d.shape) != 2:
+        return None
+    origin = _origin(cg, d, load)
+    tr = bool(load.attrs.get("transpose"))
+    t = d.type.elem
+    bb = cg.b
+    # memory coordinates of A[i][k]: row = r0 + i, col = c0 + k (swapped for a transposed load)
+    r0, c0 = bb.add(origin[0], cg.i32(r_off)), bb.add(origin[1], cg.i32(c_off))
+    lines, line_ok, steps, step_ok = {}, {}, {}, {}
+    et = mem_type(t)
+
+    def clamp(c, n):
+        top = bb.select(bb.icmp_signed(">", n, cg.i32(0)), bb.sub(n, cg.i32(1)), cg.i32(0))
+        c = bb.select(bb.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
+        return bb.select(bb.icmp_signed(">", c, top), top, c)
+
+    def valid(c, n):
+        return bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, n))
+
+    def line(j):  # pointer to memory row r0 + j (clamped inside the tensor) and whether it exists
+        if j not in lines:
+            r = bb.add(r0, cg.i32(j))
+            line_ok[j] = valid(r, d.shape[0])
+            lines[j] = cg.gep(d.base, et, bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])))
+        return lines[j], line_ok[j]
+
+    def step(j):  # column c0 + j (clamped) and whether it exists
+        if j not in steps:
+            c = bb.add(c0, cg.i32(j))
+            step_ok[j] = valid(c, d.shape[1])
+            steps[j] = cg.to_i64(clamp(c, d.shape[1]))
+        return steps[j], step_ok[j]
+
+    def read(i, k):
+        (row, rok), (col, cok) = (line(k), step(i)) if tr else (line(i), step(k))
+        v = load_elem(cg, cg.gep(row, et, col), t)
+        return bb.select(bb.and_(rok, cok), v, zero(t))
+    return read
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):
