@@ -204,6 +204,9 @@ class Program:
                 raise InterpreterError(f"kernel '{self.kernel}', program {self.program_id}: '{s.op.op_name}' "
                                        f"failed: {type(e).__name__}: {e}{where(s.op)}") from e
             if s.outs:
+                if res is None or len(res) != len(s.outs):
+                    raise InterpreterError(f"interpreter bug: the rule of '{s.op.op_name}' gave "
+                                           f"{0 if res is None else len(res)} results for {len(s.outs)}")
                 for (r, expect), v in zip(s.outs, res):
                     check_value(s.op, expect, v)
                     env[r] = v
@@ -226,8 +229,11 @@ class Program:
             return
         for v in values:
             a = np.asarray(v)
-            text = np.array2string(a, formatter={"int": hex_int} if hex and a.dtype.kind in "iu" else None) \
-                if a.ndim else (hex_int(a[()]) if hex and a.dtype.kind in "iu" else str(a[()]))
+            as_hex = hex and a.dtype.kind in "iu"
+            if a.ndim:
+                text = np.array2string(a, formatter={"int": hex_int} if as_hex else None)
+            else:
+                text = hex_int(a[()]) if as_hex else str(a[()])
             builtins.print(f"{pid} {prefix} {text}".rstrip())
 
     def assert_(self, op: Op, cond, message: str) -> None:

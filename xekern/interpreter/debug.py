@@ -19,7 +19,7 @@ import builtins
 import keyword
 import linecache
 import os
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -127,16 +127,16 @@ def active_hooks() -> Optional["Hooks"]:
 
 # ---- kernel variables from the source ----------------------------------------------------------------
 
-_NAMES: Dict[str, Dict[Tuple[int, int], str]] = {}
+_NAMES: Dict[str, Dict[tuple, str]] = {}
 
 
-def _assignment_names(file: str) -> Dict[Tuple[int, int], str]:
-    """(line, col) of each assigned expression in ``file`` -> the variable it is assigned to
-    (for ``for NAME in``: the loop statement's position -> NAME)."""
+def _assignment_names(file: str) -> Dict[tuple, str]:
+    """(line, col) of each assigned expression in ``file`` -> the variable it is assigned to;
+    ("for", line, col) of each ``for NAME in`` statement -> NAME."""
     hit = _NAMES.get(file)
     if hit is not None:
         return hit
-    out: Dict[Tuple[int, int], str] = {}
+    out: Dict[tuple, str] = {}
     try:
         tree = ast.parse("".join(linecache.getlines(file)))
     except (SyntaxError, ValueError):
@@ -155,16 +155,18 @@ def _assignment_names(file: str) -> Dict[Tuple[int, int], str]:
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             out[(node.lineno, node.col_offset)] = node.target.id
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            out[(node.lineno, node.col_offset)] = node.target.id
+            out[("for", node.lineno, node.col_offset)] = node.target.id
     _NAMES[file] = out
     return out
 
 
 def _name_of(op: Op) -> Optional[str]:
+    """The variable ``op``'s result is assigned to (for a ForOp: its induction variable's name)."""
     loc = op.loc
     if loc is None:
         return None
-    return _assignment_names(loc.file).get((loc.line, loc.col))
+    key = ("for", loc.line, loc.col) if isinstance(op, ir.ForOp) else (loc.line, loc.col)
+    return _assignment_names(loc.file).get(key)
 
 
 class Hooks:
@@ -194,7 +196,7 @@ class Hooks:
                     pause(prog, op, self.variables)
 
     def after(self, prog, op: Op, results) -> None:
-        if len(op.results) == 1:
+        if len(op.results) == 1 and not op.regions:
             name = _name_of(op)
             if name is not None:
                 self.variables[name] = results[0]

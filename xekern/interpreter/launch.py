@@ -166,9 +166,8 @@ def _scalar_arg(name: str, v, t: DType):
     try:
         if t.is_bool:
             return np.bool_(bool(v))
-        if t.is_floating:
-            return np.asarray(v).astype(np.float64 if not isinstance(v, np.generic) else v.dtype) \
-                .astype(N.npdt(t))[()]
+        if t.is_floating:  # one rounding, like the device's ctypes conversion
+            return np.asarray(v).astype(N.npdt(t))[()]
         return N.int_const(int(v), t)[()]
     except (TypeError, ValueError, OverflowError) as e:
         raise LaunchError(f"argument '{name}': cannot pass {v!r} as {t.user_name} ({e})") from None
