@@ -222,11 +222,6 @@ def arg_1d(x_ptr, o_ptr, BLOCK: xl.constexpr):
     xl.store(o_ptr + r, xl.where(r == 0, xl.argmax(x, axis=0), xl.argmin(x, axis=0)), mask=r < 2)
 
 
-@pytest.mark.xfail(strict=True, reason="device compiler bug: argmax/argmin of a 1-D tile builds "
-                                       "vector.shape_cast scalar -> vector<1> (expand_dims of the scalar max in "
-                                       "TileSemantic.argreduce), and sg_to_lane.rule_shape_cast reads "
-                                       "st.layout of the scalar source: AttributeError 'DType' object has no "
-                                       "attribute 'layout'")
 def test_argmax_of_a_1d_tile(rng):
     x = rng.standard_normal(64).astype(np.float32)
     dev, itp = run_both(arg_1d, (1,), [x, poisoned(64, np.int32)], BLOCK=64)

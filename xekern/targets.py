@@ -111,7 +111,7 @@ class Target:
 
     def describe(self) -> str:
         dp = ", ".join(f"{k}:{v.m}x{v.n}x{v.k}" for k, v in self.dpas.items()) or "none"
-        return (f"{self.name:8s} {self.arch:34s} sg={self.sg_size:<3d} dpas[{dp}] "
+        return (f"{self.name:8s} {self.arch:46s} sg={self.sg_size:<3d} dpas[{dp}] "
                 f"block2d={'yes' if self.block2d else 'no'} slm={self.slm_bytes // 1024}KiB "
                 f"wg<={self.max_workgroup_size} nbarriers={self.named_barriers}")
 

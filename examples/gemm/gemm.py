@@ -1,10 +1,20 @@
-"""xekern's GEMM example: C = A @ B on the default device, checked against NumPy.
+"""xekern's flagship GEMM: C = act(A @ B + bias), with tensor descriptors, layouts and DPAS.
 
-    python examples/gemm/gemm.py [--m 512 --n 512 --k 512]
+    python examples/gemm/gemm.py                       # a correct default GEMM and a short table
+    python examples/gemm/gemm.py --dtype bf16 --layout nt --m 1000 --n 999 --k 777 --check
+    python examples/gemm/gemm.py --bench               # sizes 512, 1024, 2048 against NumPy
+    python examples/gemm/gemm.py --isa                 # pvc / dg2 ISA reports (offline, ocloc)
+
+dtypes: f32 (tf32 DPAS on GPUs, float32 on the CPU device), bf16 and f16 (float32 accumulation,
+output bf16/f16/f32), int8 -> int32. Layouts: nn, nt, tn, tt — t means the operand is stored
+transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads. Any M, N, K.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import sys
 import time
 
 import numpy as np
@@ -12,53 +22,236 @@ import numpy as np
 import xekern as xk
 import xekern.language as xl
 
+try:
+    import ml_dtypes
+except ImportError:  # bf16 needs it; the rest does not
+    ml_dtypes = None
+
 
 @xk.jit
-def matmul_outer(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                 BM: xl.constexpr, BN: xl.constexpr):
-    """A simple f32 GEMM: rank-1 updates of a BM x BN accumulator tile."""
-    rm = xl.program_id(0) * BM + xl.arange(0, BM)
-    rn = xl.program_id(1) * BN + xl.arange(0, BN)
-    acc = xl.zeros((BM, BN), xl.float32)
-    for k in range(0, K):
-        a = xl.load(a_ptr + rm * stride_am + k * stride_ak, mask=rm < M, other=0.0)
-        b = xl.load(b_ptr + k * stride_bk + rn * stride_bn, mask=rn < N, other=0.0)
-        acc += a[:, None] * b[None, :]
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    xl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=mask)
+def gelu(x):
+    """GELU, tanh approximation."""
+    return 0.5 * x * (1.0 + xl.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
 
 
-def gemm(a: xk.DeviceArray, b: xk.DeviceArray, c: xk.DeviceArray, BM=32, BN=64):
-    M, K = a.shape
-    _, N = b.shape
-    return matmul_outer[(xk.cdiv(M, BM), xk.cdiv(N, BN))](a, b, c, M, N, K, K, 1, N, 1, N, 1, BM=BM, BN=BN)
+@xk.jit
+def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, stride_cb,
+                BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr, GROUP_M: xl.constexpr,
+                TRANS_A: xl.constexpr, TRANS_B: xl.constexpr, PREFETCH: xl.constexpr, ACC: xl.constexpr,
+                HAS_BIAS: xl.constexpr, ACT: xl.constexpr):
+    # grouped ordering: GROUP_M row-blocks share their B columns while they run
+    pid = xl.program_id(0)
+    batch = xl.program_id(1)
+    num_m = xl.cdiv(M, BM)
+    num_n = xl.cdiv(N, BN)
+    in_group = GROUP_M * num_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = xl.minimum(num_m - first_m, GROUP_M)
+    m0 = (first_m + (pid % in_group) % group_m) * BM
+    n0 = ((pid % in_group) // group_m) * BN
+
+    a_base = a_ptr + batch * stride_ab
+    b_base = b_ptr + batch * stride_bb
+    if TRANS_A:   # A stored K x M
+        a_desc = xl.make_tensor_descriptor(a_base, shape=(K, M), strides=(M, 1), block_shape=(BK, BM))
+    else:
+        a_desc = xl.make_tensor_descriptor(a_base, shape=(M, K), strides=(K, 1), block_shape=(BM, BK))
+    if TRANS_B:   # B stored N x K
+        b_desc = xl.make_tensor_descriptor(b_base, shape=(N, K), strides=(K, 1), block_shape=(BN, BK))
+    else:
+        b_desc = xl.make_tensor_descriptor(b_base, shape=(K, N), strides=(N, 1), block_shape=(BK, BN))
+    c_desc = xl.make_tensor_descriptor(c_ptr + batch * stride_cb, shape=(M, N), strides=(N, 1),
+                                       block_shape=(BM, BN))
+
+    acc = xl.zeros((BM, BN), ACC)
+    for k0 in range(0, K, BK):
+        if PREFETCH > 0:
+            kp = k0 + PREFETCH * BK
+            if TRANS_A:
+                a_desc.prefetch((kp, m0))
+            else:
+                a_desc.prefetch((m0, kp))
+            if TRANS_B:
+                b_desc.prefetch((n0, kp))
+            else:
+                b_desc.prefetch((kp, n0))
+        if TRANS_A:
+            a = a_desc.load((k0, m0), transpose=True)
+        else:
+            a = a_desc.load((m0, k0))
+        if TRANS_B:
+            b = b_desc.load((n0, k0), transpose=True)
+        else:
+            b = b_desc.load((k0, n0))
+        acc = xl.dot(a, b, acc)
+
+    if HAS_BIAS:
+        cols = n0 + xl.arange(0, BN)
+        acc = acc + xl.load(bias_ptr + cols, mask=cols < N, other=0).to(ACC)[None, :]
+    if ACT == "relu":
+        acc = xl.maximum(acc, 0)
+    elif ACT == "gelu":
+        acc = gelu(acc)
+    c_desc.store((m0, n0), acc)   # converted to C's dtype
+
+
+# ---- configurations ---------------------------------------------------------------------------------
+
+def configs_for(dtype: str, target: str):
+    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family."""
+    gpu = target in ("pvc", "bmg", "dg2")
+    bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
+    if gpu:
+        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=32),
+                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=16)]
+    return [xk.Config(dict(BM=128, BN=128, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=8),
+            xk.Config(dict(BM=64, BN=128, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=8),
+            xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=8),
+            xk.Config(dict(BM=64, BN=64, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=4)]
+
+
+_TUNERS = {}
+
+
+def tuned_kernel(dtype: str, target: str):
+    key = (dtype, target)
+    if key not in _TUNERS:
+        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
+                                   verbose=bool(os.environ.get("XEKERN_AUTOTUNE_VERBOSE", "1") != "0"))(gemm_kernel)
+    return _TUNERS[key]
+
+
+DTYPES = {  # name -> (operand numpy dtype, accumulator xl dtype, default output numpy dtype)
+    "f32": (np.float32, xl.float32, np.float32),
+    "bf16": ("bfloat16", xl.float32, np.float32),
+    "f16": (np.float16, xl.float32, np.float32),
+    "int8": (np.int8, xl.int32, np.int32),
+}
+
+
+def np_dtype(name):
+    if name == "bfloat16":
+        if ml_dtypes is None:
+            raise SystemExit("bf16 needs ml_dtypes: pip install ml_dtypes")
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None, queue=None):
+    """C = act(A @ B + bias) for device (or NumPy) arrays. ``layout`` says how A and B are stored:
+    'n' as given (A: M x K, B: K x N), 't' transposed (A: K x M, B: N x K). Leading batch dims allowed."""
+    ta, tb = layout[0] == "t", layout[1] == "t"
+    batch = a.shape[0] if len(a.shape) == 3 else 1
+    M, K = (a.shape[-1], a.shape[-2]) if ta else (a.shape[-2], a.shape[-1])
+    N = b.shape[-2] if tb else b.shape[-1]
+    kind = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(np.int8): "int8"}.get(
+        np.dtype(a.dtype), "bf16")
+    acc = DTYPES[kind][1]
+    stride = lambda x, r, s: (r * s if len(x.shape) == 3 else 0)  # noqa: E731
+    args = (a, b, c, bias if bias is not None else c, M, N, K, stride(a, M, K), stride(b, K, N), stride(c, M, N))
+    consts = dict(TRANS_A=ta, TRANS_B=tb, ACC=acc, HAS_BIAS=bias is not None, ACT=act)
+    opts = {k: v for k, v in (("target", target), ("queue", queue)) if v is not None}
+
+    def grid(meta):
+        return (xk.cdiv(M, meta["BM"]) * xk.cdiv(N, meta["BN"]), batch)
+    if config is not None:
+        return gemm_kernel[grid](*args, **consts, **config.launch_kwargs(), **opts)
+    t = target or xk.target_for(queue.sycl_device if queue is not None else None).name
+    return tuned_kernel(kind, t)[grid](*args, **consts, **opts)
+
+
+def make_inputs(rng, m, n, k, dtype, layout, batch=0):
+    opd = np_dtype(DTYPES[dtype][0])
+    lead = (batch,) if batch else ()
+    if dtype == "int8":
+        a = rng.integers(-64, 64, lead + (m, k)).astype(opd)
+        b = rng.integers(-64, 64, lead + (k, n)).astype(opd)
+    else:
+        a = rng.standard_normal(lead + (m, k)).astype(opd)
+        b = rng.standard_normal(lead + (k, n)).astype(opd)
+    sa = np.ascontiguousarray(np.swapaxes(a, -1, -2)) if layout[0] == "t" else a
+    sb = np.ascontiguousarray(np.swapaxes(b, -1, -2)) if layout[1] == "t" else b
+    return a, b, sa, sb
+
+
+def reference(a, b, bias=None, act=None):
+    r = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if bias is not None:
+        r = r + bias.astype(np.float64)
+    if act == "relu":
+        r = np.maximum(r, 0)
+    elif act == "gelu":
+        r = 0.5 * r * (1 + np.tanh(0.7978845608028654 * (r + 0.044715 * r ** 3)))
+    return r
+
+
+def tolerance(dtype: str, k: int) -> float:
+    return {"f32": 1e-4, "bf16": 1e-2, "f16": 2e-3, "int8": 0.0}[dtype] * (1 if dtype == "int8" else math.sqrt(k))
+
+
+def run_once(args, rng, m, n, k, dtype, layout, check=True):
+    a, b, sa, sb = make_inputs(rng, m, n, k, dtype, layout, args.batch)
+    q = xk.runtime.device.queue_for(args.device)
+    da, db = xk.to_device(sa, queue=q), xk.to_device(sb, queue=q)
+    out_dt = np_dtype(DTYPES[dtype][2])
+    dc = xk.empty(((args.batch,) if args.batch else ()) + (m, n), out_dt, queue=q)
+    dc.fill_bytes(0xFF)  # poisoned: unwritten elements read as NaN / -1
+    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name)[0] if args.no_tune else None
+    run = lambda: gemm(da, db, dc, layout=layout, target=args.target, config=config)  # noqa: E731
+    run().wait()
+    ms = xk.testing.do_bench(run, warmup=1, rep=args.rep)
+    err = float("nan")
+    if check:
+        ref = reference(a, b)
+        got = dc.numpy().astype(np.float64)
+        err = float(np.abs(got - ref).max() / max(1.0, np.abs(ref).max()))
+    return ms, err, q.sycl_device.name
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--m", type=int, default=513)
-    p.add_argument("--n", type=int, default=511)
-    p.add_argument("--k", type=int, default=257)
+    p.add_argument("--m", type=int, default=1000)
+    p.add_argument("--n", type=int, default=999)
+    p.add_argument("--k", type=int, default=511)
+    p.add_argument("--batch", type=int, default=0, help="batched GEMM over this many matrices")
+    p.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
+    p.add_argument("--layout", default="nn", choices=["nn", "nt", "tn", "tt"])
+    p.add_argument("--device", default=None, help="dpctl filter string, e.g. opencl:cpu")
+    p.add_argument("--target", default=None, help="xekern target (default: the device's)")
+    p.add_argument("--check", action="store_true", help="check every dtype x layout on ragged sizes")
+    p.add_argument("--bench", action="store_true", help="f32 sweep over 512, 1024, 2048 against NumPy")
+    p.add_argument("--isa", action="store_true", help="compile for pvc and dg2 offline and report the ISA")
+    p.add_argument("--rep", type=int, default=5)
+    p.add_argument("--no-tune", action="store_true", help="use the first config instead of autotuning "
+                                                            "(implied by --check)")
+    p.add_argument("--png", default=None, help="with --bench: write a plot (needs matplotlib)")
     args = p.parse_args(argv)
     rng = np.random.default_rng()
-    a = rng.standard_normal((args.m, args.k), dtype=np.float32)
-    b = rng.standard_normal((args.k, args.n), dtype=np.float32)
-    da, db = xk.to_device(a), xk.to_device(b)
-    dc = xk.empty((args.m, args.n), np.float32)
-    gemm(da, db, dc).wait()  # compile + warm up
-    t = time.perf_counter()
-    gemm(da, db, dc).wait()
-    dt = time.perf_counter() - t
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    err = np.abs(dc.numpy() - ref).max() / max(1.0, np.abs(ref).max())
-    flops = 2.0 * args.m * args.n * args.k
-    dev = da.queue.sycl_device.name
-    print(f"{'shape':>16} {'dtype':>6} {'time ms':>9} {'GFLOP/s':>9} {'max rel err':>12}  device")
-    shape = f"{args.m}x{args.n}x{args.k}"
-    print(f"{shape:>16} {'f32':>6} {dt * 1e3:9.2f} {flops / dt / 1e9:9.2f} {err:12.2e}  {dev}")
-    if not err < 1e-4:
-        raise SystemExit(f"GEMM result is wrong: max relative error {err:.3e}")
+    if args.isa:
+        from isa_report import report
+        return report()
+    if args.bench:
+        from bench import bench
+        return bench(args)
+    cases = [(args.dtype, args.layout)]
+    if args.check:
+        cases = [(d, l) for d in ("f32", "bf16", "f16", "int8") for l in ("nn", "nt", "tn", "tt")]
+        args.no_tune = True
+    print(f"{'shape':>18} {'dtype':>5} {'layout':>6} {'time ms':>9} {'GFLOP/s':>9} "
+          f"{'max rel err':>12}  device")
+    bad = []
+    for dtype, layout in cases:
+        ms, err, devname = run_once(args, rng, args.m, args.n, args.k, dtype, layout)
+        flops = 2.0 * args.m * args.n * args.k * max(1, args.batch)
+        shape = (f"{args.batch}x" if args.batch else "") + f"{args.m}x{args.n}x{args.k}"
+        print(f"{shape:>18} {dtype:>5} {layout:>6} {ms:9.3f} {flops / ms / 1e6:9.1f} {err:12.2e}  {devname}",
+              flush=True)
+        if not err <= tolerance(dtype, args.k):
+            bad.append((dtype, layout, err))
+    if bad:
+        raise SystemExit(f"wrong results: {bad}")
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -101,6 +101,10 @@ class ArithSemantic:
 
     def expand_dims(self, x: tensor, axis: int) -> tensor:
         x = self.to_tensor(x)
+        if not x.is_tile:  # a scalar becomes a one-element tile
+            if unwrap(axis) not in (0, -1):
+                raise SemanticError(f"axis {unwrap(axis)} is out of range for a scalar")
+            return self.splat(x, (1,))
         rank = len(x.shape) + 1
         axis = unwrap(axis)
         if axis < 0:

@@ -41,6 +41,44 @@ class Blocking(Splitter):
             return t.with_layout(t.layout.drop_inst()) if t.layout is not None else t
         return t.with_shape(inst).with_layout(t.layout.drop_inst())
 
+    def rule_load_nd(self, op: ir.LoadNdOp):
+        """Per block, or (on targets with 2D block IO) blocks stacked and side by side in one message:
+        ``block_grid = (rows, cols)`` blocks per load, results in payload order (column of blocks
+        after column of blocks, rows within), at most 512 bits per lane (16 dwords: larger vectors
+        are not valid SPIR-V)."""
+        s = self._split_of(op.result, op)
+        t = op.result.type
+        info = self.target.block2d_for(t.elem) if self.target.has_block2d else None
+        if info is None or op.attrs.get("transpose") or len(s.grid) != 2 or t.layout is None or \
+                t.layout.lane_layout != (1, self.target.sg_size):
+            return super().rule_load_nd(op)
+        h, w = s.piece_type.shape
+        gr, gc = s.grid
+        lanes = self.target.sg_size
+        bits = t.elem.bits
+
+        # components of the payload in their natural type: one row's share per lane, or VNNI dwords
+        natural = 32 if op.attrs.get("packed") or bits >= 32 else bits * t.layout.lane_data[-1]
+
+        def fits(v, a):  # at most 16 components: LLVM's SPIR-V backend and spirv-val cap vectors there
+            return (v * h <= info.max_height and a <= info.max_array and a * w <= info.max_width_x_array
+                    and v * h * a * w * bits // (lanes * natural) <= 16 and gr % v == 0 and gc % a == 0)
+        v, a = max(((v, a) for v in (1, 2, 4, 8) for a in (1, 2, 4) if fits(v, a)), key=lambda x: (x[0] * x[1], x[1]))
+        if v * a == 1:
+            return super().rule_load_nd(op)
+        td = self.get(op.tdesc)
+        out = [None] * s.count
+        for bi in range(0, gr, v):
+            for bj in range(0, gc, a):
+                idx = [(bi + i, bj + j) for j in range(a) for i in range(v)]  # payload order
+                first = s.index(idx[0])
+                attrs = dict(op.attrs, block_grid=(v, a))
+                new = self.b.insert(op.clone_with([td] + self._nd_offsets(op, s, first, False),
+                                                  [s.piece_type] * len(idx), attrs))
+                for (i, j), r in zip(idx, new.results):
+                    out[s.index((i, j))] = r
+        return [out]
+
     def rule_dpas(self, op: ir.DpasOp):
         a = op.operands[0].type
         shape = self.target.dpas_shape(a.elem)

@@ -228,11 +228,14 @@ class Splitter(Rewriter):
         return []
 
     def rule_prefetch_nd(self, op: ir.PrefetchNdOp):
+        """Prefetches follow their own (cooperative) layout, not the descriptor's."""
         t = op.tdesc.type
-        s = self.split(VectorType(t.value_shape, t.elem, t.layout))
+        layout = op.attrs.get("layout") or t.layout
+        s = self.split(VectorType(t.value_shape, t.elem, layout))
         td = self.get(op.tdesc)
         for i in range(s.count):
-            self.b.insert(op.clone_with([td] + self._nd_offsets(op, s, i, False), []))
+            attrs = dict(op.attrs, layout=s.piece_type.layout, block=tuple(s.piece_type.shape))
+            self.b.insert(op.clone_with([td] + self._nd_offsets(op, s, i, False), [], attrs))
         return []
 
     def _matrix_offsets(self, offsets, s: Split, i: int, value_rank: int):

@@ -203,6 +203,25 @@ def nd_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layo
                   lane_data=(1, 1), order=(1, 0))
 
 
+def prefetch_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layout:
+    """Cooperative prefetch: the workgroup's block split among all subgroups without replication
+    where it can be, each piece at most one 2D block message wide."""
+    sg = target.sg_size
+    if len(shape) != 2:
+        return default_layout(shape, G, sg)
+    rows, cols = shape
+    info = target.block2d_for(elem)
+    width = info.max_width if info is not None else cols
+    sn = 1
+    while sn * 2 <= G and cols // (sn * 2) >= max(width, sg):
+        sn *= 2
+    while cols // sn > width and sn * 2 <= G:
+        sn *= 2
+    sm = G // sn
+    sgd = (max(1, rows // sm), cols // sn)
+    return Layout(sg_layout=(sm, sn), sg_data=sgd, lane_layout=(1, sg), lane_data=(1, 1), order=(1, 0))
+
+
 def complete_layout(layout, shape: Sequence[int], num_subgroups: int, sg_size: int):
     """Fill what a user may leave out (``sg_data``, ``lane_data``, ``order``) and verify."""
     if isinstance(layout, SliceLayout):

@@ -21,7 +21,7 @@ from ..ir.core import Op, Value
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..ir.types import TensorDescType, VectorType
 from .layouts import (chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice, nd_layout,
-                      permute_layout, unchunk_layout, unit_dims, unslice)
+                      permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp)
@@ -205,6 +205,9 @@ class PropagateLayout(Rewriter):
                 self._set(r, complete_layout(user, shape, self.G, self.sg), op)
             except LayoutError as e:
                 raise PassError(f"invalid layout {user}: {e}", op) from None
+        if isinstance(op, ir.PrefetchNdOp) and op.attrs.get("layout") is None:
+            t = op.tdesc.type
+            op.attrs["layout"] = prefetch_layout(t.shape, t.elem, self.target, self.G)
         if isinstance(op, ir.DpasOp):
             a, b = op.operands[0], op.operands[1]
             (m, k), (_, n) = a.type.shape, b.type.shape

@@ -30,7 +30,7 @@ from ..targets import TARGETS, Target, get_target
 from . import arrays, device as dev
 from .cache import disk_cache, stats
 
-LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode")
+LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
 _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
@@ -127,12 +127,13 @@ class _NumpyCopy:
     def __init__(self, host: np.ndarray, queue):
         self.host = host
         self.mem = dev.dpctl().memory.MemoryUSMDevice(max(host.nbytes, 1), queue=queue)
-        if host.nbytes:
-            self.mem.copy_from_host(host.reshape(-1).view(np.uint8))
+        if host.nbytes:  # the bytes in memory order (C or Fortran): the kernel sees the array's own layout
+            self.mem.copy_from_host(host.ravel(order="K").view(np.uint8))
 
     def copy_back(self):
         if self.host.nbytes and self.host.flags.writeable:
-            self.mem.copy_to_host(self.host.reshape(-1).view(np.uint8))
+            flat = self.host.ravel(order="K")  # a view for C- and Fortran-contiguous arrays
+            self.mem.copy_to_host(flat.view(np.uint8))
 
 
 def _int_part(v: int, name: str):
@@ -453,7 +454,8 @@ class JITFunction:
 
     def options(self, overrides: Dict[str, Any], target: Target) -> Options:
         debug = bool(overrides.get("debug", self.debug))
-        ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug)
+        ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug,
+                overrides.get("opt_level"))
         opts = self._options.get(ckey)
         if opts is None:
             opts = self._options[ckey] = self._make_options(overrides, target, debug)
@@ -467,7 +469,10 @@ class JITFunction:
             raise LaunchError(f"num_subgroups={ns} makes a workgroup of {ns * target.sg_size} work items; "
                               f"{target.name} allows at most {target.max_workgroup_size} "
                               f"({target.max_subgroups} subgroups)")
-        return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"))
+        return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
+                       # GPU: IGC optimizes the SPIR-V itself, and LLVM's passes before it only raise
+                       # register pressure (the flagship GEMM spills at O1 on pvc, not at O0)
+                       opt_level=int(overrides.get("opt_level", 0 if target.kind == "gpu" else 1)))
 
     def compiled(self, key, make_sig, options: Options) -> CompiledKernel:
         ck = self.cache.get(key)

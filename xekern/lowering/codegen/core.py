@@ -52,6 +52,17 @@ def mem_type(t: DType) -> ll.Type:
     return I8 if t.is_bool else ll_type(t)
 
 
+class VecSlots(list):
+    """A lane's slots that also exist as one LLVM vector ``vec`` (``per`` slots in each element,
+    low bits first): a DPAS result, a 2D block read, a constant. Consumers that want the vector
+    (the next DPAS, a loop phi) take ``vec`` as is instead of re-packing the slots."""
+
+    def __init__(self, slots, vec, per: int = 1):
+        super().__init__(slots)
+        self.vec = vec
+        self.per = per
+
+
 @dataclass
 class NdDesc:
     """A 2D (or 1D) block descriptor in registers: base address and the tensor's geometry."""

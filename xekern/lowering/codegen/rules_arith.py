@@ -10,7 +10,7 @@ from ... import ir
 from ...ir import types as T
 from ...ir.types import DType, VectorType, elem_of
 from ..rewrite import PassError
-from .core import CodeGen, f32_to_bf16_bits, ll_type, rule
+from .core import CodeGen, VecSlots, f32_to_bf16_bits, ll_type, rule
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, mangle_scalar
 
 # ---- 16-bit floats are computed in f32 ------------------------------------------------------------
@@ -63,7 +63,10 @@ def _constant(cg: CodeGen, op: ir.ConstantOp):
     e = elem_of(t)
     if isinstance(t, VectorType):
         vals = op.value if isinstance(op.value, tuple) else (op.value,) * t.numel
-        return [[cg.const(e, v) for v in vals]]
+        slots = [cg.const(e, v) for v in vals]
+        if len(slots) > 1:
+            return [VecSlots(slots, ll.Constant(ll.VectorType(slots[0].type, len(slots)), [x.constant for x in slots]))]
+        return [slots]
     return [cg.const(e, op.value)]
 
 
@@ -405,40 +408,65 @@ def _return(cg: CodeGen, op):
 
 # ---- structured control flow -----------------------------------------------------------------------
 
-def _parts(v) -> List:
-    """The LLVM values one codegen value is made of (a slot list, a descriptor record, a scalar)."""
+def _carried(cg: CodeGen, v):
+    """How a loop or branch carries a value: a slot list as one vector (so IGC keeps it in place
+    across iterations instead of copying every element), a descriptor as its fields."""
+    if isinstance(v, list) and len(v) > 1 and len({x.type for x in v}) == 1 and \
+            isinstance(v[0].type, (ll.IntType, ll.FloatType, ll.HalfType, ll.DoubleType)):
+        return "vec"
     if isinstance(v, list):
-        return v
+        return "list"
     if hasattr(v, "parts"):
-        return v.parts()
-    return [v]
+        return "record"
+    return "scalar"
 
 
-def _flat(vals) -> List:
+def _as_vector(cg: CodeGen, v):
+    if isinstance(v, VecSlots) and v.per == 1:
+        return v.vec
+    vec = ll.Constant(ll.VectorType(v[0].type, len(v)), None)
+    for i, x in enumerate(v):
+        vec = cg.b.insert_element(vec, x, cg.i32(i))
+    return vec
+
+
+def _flat_like(cg: CodeGen, templates: List, values: List) -> List:
+    """The LLVM values that carry ``values``, in the form ``templates`` (the loop's inits) chose."""
     out = []
-    for v in vals:
-        out.extend(_parts(v))
-    return out
-
-
-def _shape_like(template: List, flat: List) -> List:
-    """Values shaped like ``template`` made of the LLVM values ``flat`` (inverse of ``_flat``)."""
-    out, i = [], 0
-    for t in template:
-        n = len(_parts(t))
-        chunk = flat[i:i + n]
-        i += n
-        if isinstance(t, list):
-            out.append(chunk)
-        elif hasattr(t, "with_parts"):
-            out.append(t.with_parts(chunk))
+    for t, v in zip(templates, values):
+        kind = _carried(cg, t)
+        if kind == "vec":
+            out.append(_as_vector(cg, v))
+        elif kind == "list":
+            out.extend(v)
+        elif kind == "record":
+            out.extend(v.parts())
         else:
-            out.append(chunk[0])
+            out.append(v)
     return out
 
 
-def _phis(cg: CodeGen, template: List, incoming_block) -> List:
-    flat = _flat(template)
+def _shape_like(cg: CodeGen, templates: List, flat: List) -> List:
+    """Values shaped like ``templates`` made of the LLVM values ``flat`` (inverse of ``_flat_like``)."""
+    out, i = [], 0
+    for t in templates:
+        kind = _carried(cg, t)
+        if kind == "vec":
+            vec = flat[i]
+            i += 1
+            out.append(VecSlots([cg.b.extract_element(vec, cg.i32(j)) for j in range(len(t))], vec))
+        elif kind in ("list", "record"):
+            n = len(t) if kind == "list" else len(t.parts())
+            chunk = flat[i:i + n]
+            i += n
+            out.append(chunk if kind == "list" else t.with_parts(chunk))
+        else:
+            out.append(flat[i])
+            i += 1
+    return out
+
+
+def _phis(cg: CodeGen, flat: List, incoming_block) -> List:
     phis = [cg.b.phi(v.type) for v in flat]
     for p, v in zip(phis, flat):
         p.add_incoming(v, incoming_block)
@@ -450,6 +478,7 @@ def _for(cg: CodeGen, op: ir.ForOp):
     b = cg.b
     lb, ub, step = (cg.get(v) for v in op.operands[:3])
     inits = [cg.get(v) for v in op.inits]
+    init_flat = _flat_like(cg, inits, inits)
     pre = b.block
     header = cg.fn.append_basic_block("for.header")
     body = cg.fn.append_basic_block("for.body")
@@ -458,16 +487,16 @@ def _for(cg: CodeGen, op: ir.ForOp):
     b.position_at_end(header)
     iv = b.phi(lb.type)
     iv.add_incoming(lb, pre)
-    carried = _phis(cg, inits, pre)
+    carried = _phis(cg, init_flat, pre)
     signed = op.operands[0].type.is_signed
     cond = b.icmp_signed("<", iv, ub) if signed else b.icmp_unsigned("<", iv, ub)
     b.cbranch(cond, body, exit_)
     b.position_at_end(body)
     cg.values[op.iv] = iv
-    for a, v in zip(op.iter_args, _shape_like(inits, carried)):
+    for a, v in zip(op.iter_args, _shape_like(cg, inits, carried)):
         cg.values[a] = v
-    cg.block(op.body)  # ends with scf.yield, which stores the yielded values
-    ys = _flat(cg.yielded)
+    cg.block(op.body)  # ends with scf.yield, which records the yielded values
+    ys = _flat_like(cg, inits, cg.yielded)
     nxt = b.add(iv, step)
     latch = b.block
     b.branch(header)
@@ -475,7 +504,7 @@ def _for(cg: CodeGen, op: ir.ForOp):
     for p, y in zip(carried, ys):
         p.add_incoming(y, latch)
     b.position_at_end(exit_)
-    return _shape_like(inits, carried)
+    return _shape_like(cg, inits, carried)
 
 
 @rule(ir.YieldOp, ir.ConditionOp)
@@ -500,33 +529,42 @@ def _if(cg: CodeGen, op: ir.IfOp):
         b.position_at_end(bb)
         cg.block(region)
         ends.append((b.block, list(cg.yielded)))
+    if not op.results:
+        for blk, _ in ends:
+            b.position_at_end(blk)
+            b.branch(merge)
+        b.position_at_end(merge)
+        return []
+    template = ends[0][1]
+    flats = []
+    for blk, vals in ends:
+        b.position_at_end(blk)
+        flats.append((b.block, _flat_like(cg, template, vals)))
         b.branch(merge)
     b.position_at_end(merge)
-    if not op.results:
-        return []
-    (tb, tv), (eb, ev) = ends
-    ft, fe = _flat(tv), _flat(ev)
     phis = []
-    for x, y in zip(ft, fe):
-        p = b.phi(x.type)
-        p.add_incoming(x, tb)
-        p.add_incoming(y, eb)
-        phis.append(p)
-    return _shape_like(tv, phis)
+    for (tb, tf), (eb, ef) in [(flats[0], flats[1])]:
+        for x, y in zip(tf, ef):
+            p = b.phi(x.type)
+            p.add_incoming(x, tb)
+            p.add_incoming(y, eb)
+            phis.append(p)
+    return _shape_like(cg, template, phis)
 
 
 @rule(ir.WhileOp)
 def _while(cg: CodeGen, op: ir.WhileOp):
     b = cg.b
     inits = [cg.get(v) for v in op.operands]
+    init_flat = _flat_like(cg, inits, inits)
     pre = b.block
     before = cg.fn.append_basic_block("while.cond")
     after = cg.fn.append_basic_block("while.body")
     exit_ = cg.fn.append_basic_block("while.exit")
     b.branch(before)
     b.position_at_end(before)
-    carried = _phis(cg, inits, pre)
-    for a, v in zip(op.before.args, _shape_like(inits, carried)):
+    carried = _phis(cg, init_flat, pre)
+    for a, v in zip(op.before.args, _shape_like(cg, inits, carried)):
         cg.values[a] = v
     cg.block(op.before)
     cond, passed = cg.condition, list(cg.yielded)
@@ -535,7 +573,7 @@ def _while(cg: CodeGen, op: ir.WhileOp):
     for a, v in zip(op.after.args, passed):
         cg.values[a] = v
     cg.block(op.after)
-    ys = _flat(cg.yielded)
+    ys = _flat_like(cg, inits, cg.yielded)
     latch = b.block
     b.branch(before)
     for p, y in zip(carried, ys):

@@ -23,7 +23,7 @@ from ... import ir
 from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
-from .core import CodeGen, NdDesc, ll_type, mem_type, rule
+from .core import CodeGen, NdDesc, VecSlots, ll_type, mem_type, rule
 from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
 from .rules_memory import load_elem, slot_coords, store_elem, zero
@@ -78,13 +78,19 @@ def _nonempty(cg: CodeGen, d: NdDesc):
     return ok
 
 
-def _mem_coords(cg: CodeGen, origin: List, rel: List, transposed: bool, col_shift: int = 0) -> List:
+def _mem_coords(cg: CodeGen, origin: List, rel: List, transposed: bool) -> List:
     """Memory coordinates of a slot whose coordinates in the loaded tile are ``rel``."""
     rel = list(reversed(rel)) if transposed else list(rel)
-    out = [cg.b.add(o, r) for o, r in zip(origin, rel)]
-    if col_shift:
-        out[-1] = cg.b.add(out[-1], cg.i32(col_shift))
-    return out
+    return [cg.b.add(o, r) for o, r in zip(origin, rel)]
+
+
+def _block_shift(op, d: NdDesc, index: int) -> Tuple[int, ...]:
+    """Memory offset of result ``index`` of a load covering ``block_grid`` blocks (column-major)."""
+    gv, ga = op.attrs.get("block_grid") or (1, 1)
+    shape = d.type.shape
+    if len(shape) == 1:
+        return ((index // gv) * shape[0],)
+    return ((index % gv) * shape[0], (index // gv) * shape[1])
 
 
 def _zero_origin(tile: VectorType):
@@ -94,7 +100,6 @@ def _zero_origin(tile: VectorType):
 def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     origin = _origin(cg, d, op)
     tr = bool(op.attrs.get("transpose"))
-    width = d.type.shape[-1]
     t = d.type.elem
     tiles = op.attrs["tiles"]
 
@@ -102,8 +107,11 @@ def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
         out = []
         for bi, tile in enumerate(tiles):
             vals = []
+            shift = _block_shift(op, d, bi)
             for rel in slot_coords(cg, tile, _zero_origin(tile)):
-                inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, tr, bi * width), clamp=True)
+                mem = _mem_coords(cg, origin, rel, tr)
+                mem = [cg.b.add(m, cg.i32(x)) if x else m for m, x in zip(mem, shift)]
+                inb, ptr = _element_address(cg, d, mem, clamp=True)
                 vals.append(cg.b.select(inb, load_elem(cg, ptr, t), zero(t)))
             out.append(vals)
         return out
@@ -147,6 +155,24 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
         cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
 
 
+def _transpose32(t: DType, lay, shape, sg: int):
+    """For a transposed load whose result tile (shape (R, C), C = the memory rows) has layout
+    ``lay``: (dword columns, memory rows) of the 32-bit transposed 2D block read that delivers it
+    exactly, or None. A 32-bit transpose gives lane ``l`` memory row ``l`` as dwords; with 16- or
+    8-bit data each dword packs 2 or 4 consecutive elements of that row, which is the VNNI B
+    fragment (``lane_data = (32 / bits, 1)``) and, for 16 bits, the A fragment (``lane_data =
+    (1, 1)``: component ``r`` = row ``r``)."""
+    R, C = shape
+    if lay.lane_layout != (1, sg) or C != sg:
+        return None
+    pack = 32 // t.bits
+    if t.bits == 32 and lay.lane_data == (1, 1) or \
+            t.bits < 32 and lay.lane_data == (pack, 1) or t.bits == 16 and lay.lane_data == (1, 1):
+        dwords = R * t.bits // 32
+        return (dwords, C) if 1 <= dwords <= 8 else None
+    return None
+
+
 def _block2d(cg: CodeGen) -> bool:
     return cg.family == "gpu" and cg.target.has_block2d
 
@@ -163,12 +189,13 @@ def _block_fits(cg: CodeGen, op, store: bool = False) -> bool:
     if info is None or len(d.shape) != 2:
         return False
     h, w = d.shape
+    h *= (op.attrs.get("block_grid") or (1, 1))[0]
     for tile in tiles:
         lay = tile.layout
         if lay.lane_layout != (1, sg):
             return False
         if op.attrs.get("transpose"):
-            if t.bits != 32 or lay.lane_data != (1, 1) or h != sg or w > info.max_width:
+            if _transpose32(t, lay, tile.shape, sg) is None or len(tiles) != 1:
                 return False
             continue
         ld0, ld1 = lay.lane_data
@@ -220,33 +247,58 @@ def _unpack(cg: CodeGen, vec, count: int, t: DType) -> List:
 def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     t = d.type.elem
     h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
-    n = len(op.results)
+    gv, n = op.attrs.get("block_grid") or (1, len(op.results))
+    h *= gv
     tr = bool(op.attrs.get("transpose"))
     packed = bool(op.attrs.get("packed"))
     info = cg.target.block2d_for(t)
     if info is None or w * n > info.max_width_x_array or h > info.max_height or n > info.max_array:
         raise PassError(f"codegen: a {h}x{w}x{n} block of {t.user_name} exceeds {cg.target.name}'s 2D block load "
                         f"limits", op)
-    if tr and t.bits != 32:
-        raise PassError(f"codegen: {cg.target.name} transposes 2D blocks of 32-bit elements only "
-                        f"(load {t.user_name} transposed with transpose_bit_width=32)", op)
     tiles = op.attrs["tiles"]
+    if tr:
+        return [_load_transposed32(cg, op, d, tiles[0])]
     slots = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles)
-    # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane
-    word = 32 if packed or t.bits >= 32 else t.bits * tiles[0].layout.lane_data[-1]
+    # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane;
+    # more than 16 components travel as dwords (LLVM's SPIR-V backend and spirv-val cap vectors at 16)
+    natural = 32 if packed or t.bits >= 32 else t.bits * tiles[0].layout.lane_data[-1]
+    word = natural if slots * t.bits // natural <= 16 else 32
     count = slots * t.bits // word
     vt = ll.VectorType(ll.IntType(word), count)
     name = f"llvm.genx.GenISA.LSC2DBlockRead.v{count}i{word}"
     args = _surface(cg, d, _origin(cg, d, op)) + [cg.i32(t.bits), cg.i32(w), cg.i32(h), cg.i32(n),
                                                   ll.Constant(I1, int(tr)), ll.Constant(I1, int(packed))]
     vec = cg.ocl.intrinsic(cg.b, name, vt, args)
-    flat = _unpack(cg, vec, slots, t)
     out, k = [], 0
-    for tile in op.attrs["tiles"]:
+    for tile in tiles:
         m = len(lane_slot_offsets(tile.layout, tile.shape))
-        out.append(flat[k:k + m])
+        part = vec if m * t.bits == count * word else cg.b.shuffle_vector(
+            vec, ll.Constant(vt, None), ll.Constant(ll.VectorType(I32, m * t.bits // word),
+                                                    list(range(k * t.bits // word, (k + m) * t.bits // word))))
+        if word != natural:  # back to the block's own element vector (a free reinterpretation)
+            part = cg.b.bitcast(part, ll.VectorType(ll.IntType(natural), m * t.bits // natural))
+        out.append(VecSlots(_unpack(cg, part, m, t), part, natural // t.bits))
         k += m
     return out
+
+
+def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile) -> List:
+    """A transposed block read as 32-bit elements (``transpose_bit_width = 32``), see ``_transpose32``."""
+    t = d.type.elem
+    dwords, rows = _transpose32(t, tile.layout, tile.shape, cg.target.sg_size)
+    surf = _surface(cg, d, _origin(cg, d, op))
+    # x is in elements of the message: dwords of the memory row
+    surf[4] = cg.b.udiv(cg.b.mul(surf[4], cg.i32(t.bits)), cg.i32(32)) if t.bits < 32 else surf[4]
+    vt = ll.VectorType(I32, dwords)
+    args = surf + [cg.i32(32), cg.i32(dwords), cg.i32(rows), cg.i32(1), ll.Constant(I1, 1), ll.Constant(I1, 0)]
+    vec = cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{dwords}i32", vt, args)
+    m = len(lane_slot_offsets(tile.layout, tile.shape))
+    if t.bits == 32:
+        return VecSlots(_unpack(cg, vec, m, t), vec, 1)
+    if tile.layout.lane_data == (1, 1):  # A fragment: components are the elements, low half first
+        part = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))
+        return VecSlots(_unpack(cg, part, m, t), part, 1)
+    return VecSlots(_unpack(cg, vec, m, t), vec, 32 // t.bits)
 
 
 def _inline_asm(cg: CodeGen, text: str, args: List, constraints: str) -> None:
@@ -285,7 +337,8 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
 
 def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     t = d.type.elem
-    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    shape = op.attrs.get("block") or d.type.shape
+    h, w = (shape if len(shape) == 2 else (1, shape[0]))
     info = cg.target.block2d_for(t)
     if info is None:
         return
@@ -384,9 +437,7 @@ def _uniform_a_loader(cg: CodeGen, a):
     d: NdDesc = cg.get(load.tdesc)
     index = list(load.results).index(a)
     tile = load.attrs["tiles"][index]
-    grid = load.attrs.get("block_grid") or (1, len(load.results))
-    bh, bw = tile.shape if not load.attrs.get("transpose") else tuple(reversed(tile.shape))
-    r_off, c_off = (index // grid[1]) * bh, (index % grid[1]) * bw
+    r_off, c_off = _block_shift(load, d, index) if len(d.type.shape) == 2 else (0, 0)
     if len(d.shape) != 2:
         return None
     origin = _origin(cg, d, load)
@@ -438,8 +489,16 @@ _DPAS_NAMES = {"bf16": "bf16_bf16_matrix_mad_k16", "f16": "f16_f16_matrix_mad_k1
 
 
 def _pack(cg: CodeGen, slots: List, per: int, bits: int, as_float=False):
-    """Pack ``per`` consecutive slots (low bits first) into each component of a vector."""
+    """Pack ``per`` consecutive slots (low bits first) into each component of a vector (reusing
+    the vector the slots came from when it already is that vector)."""
     b = cg.b
+    if isinstance(slots, VecSlots) and slots.per == per and (as_float or per > 1 or
+                                                             isinstance(slots.vec.type.element, ll.IntType)):
+        vec = slots.vec
+        want = ll.IntType(bits * per) if not as_float else vec.type.element
+        if vec.type.element != want and not as_float:
+            vec = b.bitcast(vec, ll.VectorType(want, vec.type.count))
+        return vec
     comps = []
     for c in range(len(slots) // per):
         group = slots[c * per:(c + 1) * per]
@@ -487,8 +546,9 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
             avec = cg.b.bitcast(avec, ll.VectorType(I16, 2 * avec.type.count))
             cpart = c
         else:
-            avec = _pack(cg, a[r0 * a_per_row:(r0 + rows) * a_per_row], a_per_row, ea.bits)
-            cpart = c[r0:r0 + rows]
+            whole = r0 == 0 and rows == M
+            avec = _pack(cg, a if whole else a[r0 * a_per_row:(r0 + rows) * a_per_row], a_per_row, ea.bits)
+            cpart = c if whole else c[r0:r0 + rows]
         cvec = _pack(cg, cpart, 1, 32, as_float=True) if len(cpart) > 1 else cpart[0]
         av = avec if len(a if tf32 else cpart) > 1 or tf32 else cg.b.extract_element(avec, cg.i32(0))
         base = f"intel_sub_group_{_DPAS_NAMES[ea.name]}"
@@ -496,7 +556,10 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
                                                               unsigned=(0, 1) if unsigned else ())
         r = cg.call(mangled, cvec.type, [av, bvec, cvec], convergent=True)
         if isinstance(cvec.type, ll.VectorType):
-            out.extend(cg.b.extract_element(r, cg.i32(i)) for i in range(cvec.type.count))
+            part = [cg.b.extract_element(r, cg.i32(i)) for i in range(cvec.type.count)]
+            if rows == M or tf32:
+                return [VecSlots(part, r)]
+            out.extend(part)
         else:
             out.append(r)
         if tf32:
