@@ -73,6 +73,13 @@ class Target:
     ocloc_device: Optional[str] = None
     iga_platform: Optional[str] = None
     spirv_block_io: bool = False    # current drivers: SPV_INTEL_2d_block_io and subgroup MMA ops
+    # operand dtypes whose dot is plain FMAs over the whole subgroup tile instead of DPAS blocks
+    # (the CPU device: it has no tf32 engine, and an unblocked K loop is its natural GEMM kernel)
+    fma_dot: Tuple[str, ...] = ()
+    # merge adjacent instruction blocks into one 2D block message (blocking's array_length / stacked
+    # blocks). Off for pvc: IGC 12504 copies every sub-block out of a merged read, which cost more
+    # than the message it saves (flagship bf16 GEMM K-loop: 227 instructions merged, 153 not)
+    merge_block2d: bool = False
 
     peak_tflops_bf16: Optional[float] = None
     notes: str = ""
@@ -139,7 +146,7 @@ BMG = Target(
     name="bmg", arch="Xe2-HPG (Arc B580)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
-    iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True,
+    iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True, merge_block2d=True,
     notes="20 Xe2 cores, 456 GB/s; needs a driver newer than this workplace's IGC 12504")
 
 DG2 = Target(
@@ -153,7 +160,7 @@ CPU = Target(
     name="cpu", arch="Intel OpenCL CPU device, 16-wide GPU model", sg_size=16,
     sub_group_sizes=(4, 8, 16, 32, 64), dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64,
     grf_modes=(128,), slm_bytes=256 * 1024, max_workgroup_size=8192, named_barriers=32, xe_cores=0,
-    kind="cpu", model="pvc",
+    kind="cpu", model="pvc", fma_dot=("f32",),
     notes="runs PVC's lane-level code; DPAS and 2D block IO are emulated exactly with shuffles and loads")
 
 CPU8 = Target(

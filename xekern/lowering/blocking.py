@@ -48,7 +48,7 @@ class Blocking(Splitter):
         are not valid SPIR-V)."""
         s = self._split_of(op.result, op)
         t = op.result.type
-        info = self.target.block2d_for(t.elem) if self.target.has_block2d else None
+        info = self.target.block2d_for(t.elem) if self.target.merge_block2d and not self.target.is_cpu else None
         if info is None or op.attrs.get("transpose") or len(s.grid) != 2 or t.layout is None or \
                 t.layout.lane_layout != (1, self.target.sg_size):
             return super().rule_load_nd(op)
@@ -63,7 +63,8 @@ class Blocking(Splitter):
         def fits(v, a):  # at most 16 components: LLVM's SPIR-V backend and spirv-val cap vectors there
             return (v * h <= info.max_height and a <= info.max_array and a * w <= info.max_width_x_array
                     and v * h * a * w * bits // (lanes * natural) <= 16 and gr % v == 0 and gc % a == 0)
-        v, a = max(((v, a) for v in (1, 2, 4, 8) for a in (1, 2, 4) if fits(v, a)), key=lambda x: (x[0] * x[1], x[1]))
+        v, a = max(((v, a) for v in (1, 2, 4, 8) for a in (1, 2, 4) if fits(v, a)), key=lambda x: (x[0] * x[1], x[1]),
+                   default=(1, 1))
         if v * a == 1:
             return super().rule_load_nd(op)
         td = self.get(op.tdesc)
@@ -81,6 +82,8 @@ class Blocking(Splitter):
 
     def rule_dpas(self, op: ir.DpasOp):
         a = op.operands[0].type
+        if a.elem.name in self.target.fma_dot:  # FMA dots are not cut into instruction blocks
+            return super().rule_dpas(op)
         shape = self.target.dpas_shape(a.elem)
         ia, ib = a.layout.inst_data, op.operands[1].type.layout.inst_data
         if shape is None or ia is None or ib is None or tuple(ia) != (shape.m, shape.k) or \

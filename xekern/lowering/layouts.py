@@ -163,6 +163,8 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
     A packs ``32 / bits`` elements per lane when the sub-group is narrower than K, B is VNNI
     (``lane_data = [32 / bits, 1]``).
     """
+    if elem.name in target.fma_dot:
+        return _fma_dot_layouts(target, M, N, K, G)
     shape = target.dpas_shape(elem)
     if shape is None:
         raise LayoutError(f"{target.name} has no DPAS for {elem.user_name}")
@@ -179,6 +181,19 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
                 lane_layout=(a_rows, sg // a_rows), lane_data=(1, a_lane_data), order=order)
     lb = Layout(sg_layout=(sm, sn), sg_data=(K, dn), inst_data=(shape.k, shape.n), lane_layout=(1, sg),
                 lane_data=(pack if elem.bits < 32 else 1, 1), order=order)
+    return la, lb, lc
+
+
+def _fma_dot_layouts(target: Target, M: int, N: int, K: int, G: int):
+    """Layouts of a dot done with FMAs over whole subgroup tiles (no instruction blocks): lanes
+    along C's columns, A and B laid out the same way (the CPU reads them from memory)."""
+    sg = target.sg_size
+    sm, sn = _grid_for(M, N, 1, sg, G)
+    dm, dn = max(M // sm, 1), max(N // sn, sg)
+    lanes, data, order = (1, sg), (1, 1), (1, 0)
+    lc = Layout(sg_layout=(sm, sn), sg_data=(dm, dn), lane_layout=lanes, lane_data=data, order=order)
+    la = Layout(sg_layout=(sm, sn), sg_data=(dm, K), lane_layout=lanes, lane_data=data, order=order)
+    lb = Layout(sg_layout=(sm, sn), sg_data=(K, dn), lane_layout=lanes, lane_data=data, order=order)
     return la, lb, lc
 
 

@@ -55,12 +55,49 @@ def mem_type(t: DType) -> ll.Type:
 class VecSlots(list):
     """A lane's slots that also exist as one LLVM vector ``vec`` (``per`` slots in each element,
     low bits first): a DPAS result, a 2D block read, a constant. Consumers that want the vector
-    (the next DPAS, a loop phi) take ``vec`` as is instead of re-packing the slots."""
+    (the next DPAS, a loop phi) take ``vec`` as is instead of re-packing the slots.
 
-    def __init__(self, slots, vec, per: int = 1):
+    With ``extract`` (a function slot -> LLVM value, run right after ``vec`` is defined) the slots
+    are made only when something asks for them: a vector consumed whole costs no extractions."""
+
+    def __init__(self, slots, vec, per: int = 1, extract=None, builder=None):
         super().__init__(slots)
         self.vec = vec
         self.per = per
+        self._extract = extract
+        self._builder = builder
+
+    def _get(self, i):
+        v = list.__getitem__(self, i)
+        if v is None:
+            b = self._builder
+            block, anchor = b.block, b._anchor
+            home = self.vec.parent
+            before = len(home.instructions)
+            b.position_after(self.vec)
+            try:
+                v = self._extract(i)
+            finally:
+                added = len(home.instructions) - before
+                b.position_at_end(block)
+                b._anchor = anchor + (added if home is block else 0)
+            list.__setitem__(self, i, v)
+        return v
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._get(j) for j in range(*i.indices(len(self)))]
+        return self._get(i if i >= 0 else len(self) + i)
+
+    def __iter__(self):
+        return (self._get(i) for i in range(len(self)))
+
+
+def lazy_slots(cg: "CodeGen", vec, count: int, per: int, make) -> VecSlots:
+    """VecSlots over ``vec`` whose slot ``i`` is ``make(i)``, built on first use after ``vec``."""
+    if not isinstance(vec, ll.Instruction) or isinstance(vec, ll.PhiInstr):
+        return VecSlots([make(i) for i in range(count)], vec, per)
+    return VecSlots([None] * count, vec, per, make, cg.b)
 
 
 @dataclass
@@ -119,6 +156,8 @@ class CodeGen:
         self.rules = dict(RULES)
         self.rules.update(TARGET_RULES.get(family, {}))
         self._cache: Dict[tuple, object] = {}
+        from .rules_block import fused_loads
+        self.fused = fused_loads(func, family)
 
     # ---- module and kernel -----------------------------------------------------------------------
     def build(self) -> ll.Module:
@@ -183,7 +222,7 @@ class CodeGen:
     def slots(self, v: Value) -> List:
         """The per-slot LLVM values of a lane-level vector (a scalar counts as one slot)."""
         x = self.values[v]
-        return list(x) if isinstance(x, list) else [x]
+        return x if isinstance(x, list) else [x]  # (not a copy: VecSlots keep their vector)
 
     def const(self, t: DType, value):
         lt = ll_type(t)

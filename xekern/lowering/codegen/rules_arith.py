@@ -410,8 +410,9 @@ def _return(cg: CodeGen, op):
 
 def _carried(cg: CodeGen, v):
     """How a loop or branch carries a value: a slot list as one vector (so IGC keeps it in place
-    across iterations instead of copying every element), a descriptor as its fields."""
-    if isinstance(v, list) and len(v) > 1 and len({x.type for x in v}) == 1 and \
+    across iterations instead of copying every element; SPIR-V vectors hold at most 16), a
+    descriptor as its fields."""
+    if isinstance(v, list) and 1 < len(v) <= 16 and len({x.type for x in v}) == 1 and \
             isinstance(v[0].type, (ll.IntType, ll.FloatType, ll.HalfType, ll.DoubleType)):
         return "vec"
     if isinstance(v, list):

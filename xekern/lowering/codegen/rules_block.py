@@ -23,10 +23,10 @@ from ... import ir
 from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
-from .core import CodeGen, NdDesc, VecSlots, ll_type, mem_type, rule
+from .core import CodeGen, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
 from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
-from .rules_memory import load_elem, slot_coords, store_elem, zero
+from .rules_memory import lane_base, load_elem, slot_coords, store_elem, zero
 
 
 # ---- descriptors ---------------------------------------------------------------------------------
@@ -226,22 +226,19 @@ def _surface(cg: CodeGen, d: NdDesc, origin: List):
     return [base, m1(b.mul(width, cg.i32(eb))), m1(height), m1(b.mul(pitch, cg.i32(eb))), x, y]
 
 
-def _unpack(cg: CodeGen, vec, count: int, t: DType) -> List:
-    """Split a block-read vector into ``count`` slots of dtype ``t`` (low bits first)."""
-    b = cg.b
-    elems = [b.extract_element(vec, cg.i32(i)) for i in range(vec.type.count)]
-    per = count // len(elems)
+def _unpacked(cg: CodeGen, vec, count: int, t: DType) -> VecSlots:
+    """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand."""
+    per = count // vec.type.count
     bits = t.bits
-    out = []
-    for e in elems:
-        for j in range(per):
-            v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, j * bits)), ll.IntType(bits))
-            if v.type.width != bits:
-                v = b.trunc(v, ll.IntType(bits))
-            if v.type != ll_type(t):
-                v = b.bitcast(v, ll_type(t))
-            out.append(v)
-    return out
+
+    def make(i):
+        b = cg.b
+        e = b.extract_element(vec, cg.i32(i // per))
+        v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, (i % per) * bits)), ll.IntType(bits))
+        if v.type.width != bits:
+            v = b.trunc(v, ll.IntType(bits))
+        return v if v.type == ll_type(t) else b.bitcast(v, ll_type(t))
+    return lazy_slots(cg, vec, count, per, make)
 
 
 def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
@@ -277,7 +274,7 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
                                                     list(range(k * t.bits // word, (k + m) * t.bits // word))))
         if word != natural:  # back to the block's own element vector (a free reinterpretation)
             part = cg.b.bitcast(part, ll.VectorType(ll.IntType(natural), m * t.bits // natural))
-        out.append(VecSlots(_unpack(cg, part, m, t), part, natural // t.bits))
+        out.append(_unpacked(cg, part, m, t))
         k += m
     return out
 
@@ -293,12 +290,9 @@ def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile) -> List:
     args = surf + [cg.i32(32), cg.i32(dwords), cg.i32(rows), cg.i32(1), ll.Constant(I1, 1), ll.Constant(I1, 0)]
     vec = cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{dwords}i32", vt, args)
     m = len(lane_slot_offsets(tile.layout, tile.shape))
-    if t.bits == 32:
-        return VecSlots(_unpack(cg, vec, m, t), vec, 1)
-    if tile.layout.lane_data == (1, 1):  # A fragment: components are the elements, low half first
-        part = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))
-        return VecSlots(_unpack(cg, part, m, t), part, 1)
-    return VecSlots(_unpack(cg, vec, m, t), vec, 32 // t.bits)
+    if t.bits < 32 and tile.layout.lane_data == (1, 1):  # A fragment: one element per component
+        vec = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))
+    return _unpacked(cg, vec, m, t)
 
 
 def _inline_asm(cg: CodeGen, text: str, args: List, constraints: str) -> None:
@@ -348,8 +342,35 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     _inline_asm(cg, text, _surface(cg, d, _origin(cg, d, op)), "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
 
 
+def fused_loads(func: ir.FuncOp, family: str) -> set:
+    """Loads whose every use is a DPAS that reads its operands from memory itself (the CPU device):
+    their register copies are never needed, so they are not built."""
+    if family != "cpu":
+        return set()
+    uses = {}
+    for o in func.walk():
+        for v in o.operands:
+            uses.setdefault(v, []).append(o)
+    fused = set()
+    for o in func.walk():
+        if not isinstance(o, ir.LoadNdOp) or len(o.tdesc.type.shape) != 2:
+            continue
+        ok = True
+        for r in o.results:
+            for u in uses.get(r, []):
+                if not (isinstance(u, ir.DpasOp) and u.operands[0].op is not None and u.operands[1].op is not None
+                        and isinstance(u.operands[0].op, ir.LoadNdOp) and isinstance(u.operands[1].op, ir.LoadNdOp)
+                        and r in u.operands[:2] and u.attrs["tiles"][-1].layout.lane_data == (1, 1)):
+                    ok = False
+        if ok and any(uses.get(r) for r in o.results):
+            fused.add(o)
+    return fused
+
+
 @rule(ir.LoadNdOp)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
+    if op in cg.fused:  # read again, element by element, by the DPAS that uses it
+        return [[] for _ in op.results]
     d: NdDesc = cg.get(op.tdesc)
     return _load_block2d(cg, op, d) if _block2d(cg) and _block_fits(cg, op) else _load_elementwise(cg, op, d)
 
@@ -401,7 +422,11 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     b = cg.b
     a_cache = {}
-    from_memory = _uniform_a_loader(cg, op.operands[0]) if cg.family == "cpu" else None
+    from_memory = _operand_reader(cg, op.operands[0]) if cg.family == "cpu" else None
+    if from_memory is not None and tc.layout.lane_data == (1, 1):
+        read_b = _operand_reader(cg, op.operands[1])
+        if read_b is not None:
+            return _dpas_from_memory(cg, op, ta, tb, tc, from_memory, read_b)
 
     def a_val(i, k):
         v = a_cache.get((i, k))
@@ -427,55 +452,80 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     return [out]
 
 
-def _uniform_a_loader(cg: CodeGen, a):
-    """When A was just loaded through a descriptor, a function (i, k) -> A[i][k] read from memory at
-    an address that is the same in every lane (the CPU compiler makes it one broadcast load);
-    None otherwise. Same values as the shuffles, without the cross-lane traffic."""
-    load = a.op
+def _operand_reader(cg: CodeGen, v):
+    """When ``v`` was just loaded through a 2-D descriptor: a function (i, j) -> the element at
+    (i, j) of that tile read from memory (bounds-checked: zero outside the tensor; i, j may be LLVM
+    values). None otherwise. Lets the CPU's DPAS read operands from memory (a broadcast load when
+    the address is the same in every lane) instead of moving them between lanes."""
+    load = v.op
     if not isinstance(load, ir.LoadNdOp):
         return None
     d: NdDesc = cg.get(load.tdesc)
-    index = list(load.results).index(a)
-    tile = load.attrs["tiles"][index]
-    r_off, c_off = _block_shift(load, d, index) if len(d.type.shape) == 2 else (0, 0)
-    if len(d.shape) != 2:
+    if len(d.type.shape) != 2:
         return None
+    index = list(load.results).index(v)
+    r_off, c_off = _block_shift(load, d, index)
     origin = _origin(cg, d, load)
     tr = bool(load.attrs.get("transpose"))
     t = d.type.elem
     bb = cg.b
-    # memory coordinates of A[i][k]: row = r0 + i, col = c0 + k (swapped for a transposed load)
     r0, c0 = bb.add(origin[0], cg.i32(r_off)), bb.add(origin[1], cg.i32(c_off))
-    lines, line_ok, steps, step_ok = {}, {}, {}, {}
     et = mem_type(t)
+    as_i32 = lambda x: cg.i32(x) if isinstance(x, int) else x  # noqa: E731
 
     def clamp(c, n):
         top = bb.select(bb.icmp_signed(">", n, cg.i32(0)), bb.sub(n, cg.i32(1)), cg.i32(0))
         c = bb.select(bb.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
         return bb.select(bb.icmp_signed(">", c, top), top, c)
 
-    def valid(c, n):
-        return bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, n))
-
-    def line(j):  # pointer to memory row r0 + j (clamped inside the tensor) and whether it exists
-        if j not in lines:
-            r = bb.add(r0, cg.i32(j))
-            line_ok[j] = valid(r, d.shape[0])
-            lines[j] = cg.gep(d.base, et, bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])))
-        return lines[j], line_ok[j]
-
-    def step(j):  # column c0 + j (clamped) and whether it exists
-        if j not in steps:
-            c = bb.add(c0, cg.i32(j))
-            step_ok[j] = valid(c, d.shape[1])
-            steps[j] = cg.to_i64(clamp(c, d.shape[1]))
-        return steps[j], step_ok[j]
-
-    def read(i, k):
-        (row, rok), (col, cok) = (line(k), step(i)) if tr else (line(i), step(k))
-        v = load_elem(cg, cg.gep(row, et, col), t)
-        return bb.select(bb.and_(rok, cok), v, zero(t))
+    def read(i, j):
+        if tr:
+            i, j = j, i
+        r, c = bb.add(r0, as_i32(i)), bb.add(c0, as_i32(j))
+        ok = bb.and_(bb.and_(bb.icmp_signed(">=", r, cg.i32(0)), bb.icmp_signed("<", r, d.shape[0])),
+                     bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[1])))
+        off = bb.add(bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])), cg.to_i64(clamp(c, d.shape[1])))
+        return bb.select(ok, load_elem(cg, cg.gep(d.base, et, off), t), zero(t))
     return read
+
+
+def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
+    """DPAS on the CPU device with both operands read from memory, as a loop over K: per step
+    every lane broadcasts A's column element of each row and multiplies it by its own B element."""
+    (M, K), (_, N) = ta.shape, tb.shape
+    b = cg.b
+    c_offs = lane_slot_offsets(tc.layout, tc.shape)
+    col = lane_base(cg, tc.layout, tc.shape)[1]
+    ea, eb, ec = ta.elem, tb.elem, tc.elem
+    init = cg.slots(op.operands[2]) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
+    pre = b.block
+    loop = cg.fn.append_basic_block("dpas.k")
+    done = cg.fn.append_basic_block("dpas.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    k = b.phi(I32)
+    k.add_incoming(cg.i32(0), pre)
+    accs = [b.phi(v.type) for v in init]
+    for p, v in zip(accs, init):
+        p.add_incoming(v, pre)
+    rows = {}
+    new = []
+    for (i, oc), acc in zip(c_offs, accs):
+        if i not in rows:
+            rows[i] = _widen_operand(cg, read_a(i, k), ea)
+        bv = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+        if ec.is_floating:
+            new.append(cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], bv, acc]))
+        else:
+            new.append(b.add(acc, b.mul(rows[i], bv)))
+    k1 = b.add(k, cg.i32(1))
+    end = b.block
+    for p, v in zip(accs, new):
+        p.add_incoming(v, end)
+    k.add_incoming(k1, end)
+    b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
+    b.position_at_end(done)
+    return [new]
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):
@@ -556,10 +606,9 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
                                                               unsigned=(0, 1) if unsigned else ())
         r = cg.call(mangled, cvec.type, [av, bvec, cvec], convergent=True)
         if isinstance(cvec.type, ll.VectorType):
-            part = [cg.b.extract_element(r, cg.i32(i)) for i in range(cvec.type.count)]
             if rows == M or tf32:
-                return [VecSlots(part, r)]
-            out.extend(part)
+                return [lazy_slots(cg, r, cvec.type.count, 1, lambda i, r=r: cg.b.extract_element(r, cg.i32(i)))]
+            out.extend(cg.b.extract_element(r, cg.i32(i)) for i in range(cvec.type.count))
         else:
             out.append(r)
         if tf32:
