@@ -250,15 +250,15 @@ class LoadNdOp(_NdAccess):
         super().__init__([tdesc, *offsets], [type], attrs, loc=loc)
 
     def verify(self):
-        """With ``array_length = n`` (after blocking) one load gives ``n`` blocks side by side, one
-        result each, the next block ``block_width`` elements to the right of the previous one."""
+        """With ``block_grid = [v, a]`` (after blocking) one load gives ``v`` blocks stacked vertically
+        times ``a`` side by side (``array_length``), one result each, column by column."""
         t = self._check_offsets()
         tr = self.attrs.get("transpose")
         if tr is not None and self.attrs.get("packed"):
             raise IRError("VNNI packing and transpose cannot be combined (RFC)", self)
-        n = self.attrs.get("array_length") or 1
-        if len(self.results) != n:
-            raise IRError(f"array_length = {n} needs {n} results, got {len(self.results)}", self)
+        gv, ga = self.attrs.get("block_grid") or (1, 1)
+        if len(self.results) != gv * ga:
+            raise IRError(f"block_grid = {[gv, ga]} needs {gv * ga} results, got {len(self.results)}", self)
         want = t.value_shape if tr is None else tuple(t.value_shape[p] for p in tr)
         for r in self.results:
             if r.type.elem != t.elem:
