@@ -201,6 +201,14 @@ def _arg_numpy(v, name, queue, copies):
     if not (v.flags.c_contiguous or v.flags.f_contiguous):
         raise LaunchError(f"argument '{name}': a non-contiguous NumPy view cannot be copied to the device "
                           f"as is; pass np.ascontiguousarray(...) or a device array")
+    for c in copies:  # the same array passed twice shares one device copy (else the copy back of the
+        if c.host is v:  # unwritten twin would undo the kernel's writes)
+            return c.mem
+    for c in copies:
+        if np.shares_memory(c.host, v):
+            raise LaunchError(f"argument '{name}' overlaps another NumPy argument without being the same "
+                              f"array; their device copies could not see each other's writes: pass device "
+                              f"arrays (xk.to_device) for overlapping views")
     c = _NumpyCopy(v, queue)
     copies.append(c)
     return c.mem

@@ -1,0 +1,98 @@
+"""The flagship GEMM (examples/gemm) on the CPU device: every dtype x layout on ragged shapes,
+batched, with epilogues, against float64 NumPy; outputs poisoned first."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import xekern as xk
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "gemm"))
+import gemm as G  # noqa: E402
+
+pytest.importorskip("ml_dtypes")
+
+
+def config(dtype, prefetch=1):
+    bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
+    return xk.Config(dict(BM=32, BN=32, BK=bk, GROUP_M=2, PREFETCH=prefetch), num_subgroups=4)
+
+
+def run(rng, m, n, k, dtype, layout, batch=0, bias=False, act=None, target="cpu", out=None):
+    a, b, sa, sb = G.make_inputs(rng, m, n, k, dtype, layout, batch)
+    out_dt = {None: np.dtype(G.DTYPES[dtype][2]), "f16": np.dtype(np.float16), "bf16": G.np_dtype("bfloat16")}[out]
+    c = np.full(((batch,) if batch else ()) + (m, n), np.nan if out_dt.kind == "f" or out == "bf16" else -1,
+                dtype=out_dt)
+    bvec = rng.standard_normal(n).astype(np.float32 if dtype != "int8" else np.int32) if bias else None
+    if bias and dtype == "int8":
+        bvec = rng.integers(-50, 50, n).astype(np.int32)
+    if bias:
+        bvec = bvec.astype(c.dtype) if c.dtype.kind != "f" else bvec.astype(np.float32 if out_dt != np.float16
+                                                                            else np.float16)
+    G.gemm(sa, sb, c, layout=layout, bias=bvec, act=act, config=config(dtype), target=target)
+    ref = G.reference(a, b, bvec, act)
+    return c.astype(np.float64), ref
+
+
+CASES = [(d, l) for d in ("f32", "bf16", "f16", "int8") for l in ("nn", "nt", "tn", "tt")]
+
+
+@pytest.mark.parametrize("dtype,layout", CASES, ids=[f"{d}-{l}" for d, l in CASES])
+def test_every_dtype_and_layout_on_ragged_shapes(rng, dtype, layout):
+    m, n, k = 67, 45, 150
+    got, ref = run(rng, m, n, k, dtype, layout)
+    tol = G.tolerance(dtype, k) * max(1.0, np.abs(ref).max())
+    np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("dtype,layout", [("bf16", "nn"), ("int8", "nt"), ("f16", "tt")])
+def test_8_wide_model(rng, dtype, layout):
+    got, ref = run(rng, 39, 50, 70, dtype, layout, target="cpu8")
+    np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, 70) * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_batched(rng, dtype):
+    got, ref = run(rng, 33, 47, 65, dtype, "nt", batch=3)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, 65) * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("dtype,act,out", [("f32", "relu", None), ("bf16", "gelu", None), ("f16", None, "f16"),
+                                           ("bf16", "relu", "bf16"), ("int8", "relu", None)])
+def test_epilogues_bias_activation_and_output_cast(rng, dtype, act, out):
+    got, ref = run(rng, 50, 70, 64, dtype, "nn", bias=True, act=act, out=out)
+    cast_tol = {None: 0, "f16": 1e-3, "bf16": 8e-3}[out] * np.abs(ref).max()
+    tol = G.tolerance(dtype, 64) * max(1.0, np.abs(ref).max()) + cast_tol
+    np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
+
+
+def test_cli_default_run_is_correct():
+    import subprocess
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "gemm", "gemm.py")
+    r = subprocess.run([sys.executable, here, "--m", "70", "--n", "65", "--k", "40", "--no-tune", "--rep", "1"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "70x65x40" in r.stdout and "f32" in r.stdout
+
+
+def test_autotune_keeps_the_best_config_on_disk(rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("XEKERN_CACHE_DIR", str(tmp_path))
+    a, b = rng.standard_normal((40, 30)).astype(np.float32), rng.standard_normal((30, 20)).astype(np.float32)
+    bad = xk.Config(dict(BM=32, BN=32, BK=3, GROUP_M=1, PREFETCH=0), num_subgroups=4)  # BK not a power of 2
+    tuner = xk.autotune(configs=[bad, config("f32", 0), xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=1, PREFETCH=0),
+                                                                  num_subgroups=4)],
+                        key=["M", "N", "K"], verbose=True)(G.gemm_kernel)
+    c = np.full((40, 20), np.nan, np.float32)
+    grid = lambda meta: (xk.cdiv(40, meta["BM"]) * xk.cdiv(20, meta["BN"]), 1)  # noqa: E731
+    args = (a, b, c, c, 40, 20, 30, 0, 0, 0)
+    consts = dict(TRANS_A=False, TRANS_B=False, ACC=xk.language.float32, HAS_BIAS=False, ACT=None)
+    tuner[grid](*args, **consts)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    (key, timings), = tuner.timings.items()
+    assert len(timings) == 2, timings   # the bad config was skipped, the two good ones timed
+    files = list((tmp_path / "autotune").glob("*.json"))
+    assert len(files) == 1
+    fresh = xk.autotune(configs=tuner.configs, key=["M", "N", "K"])(G.gemm_kernel)
+    fresh[grid](*args, **consts)
+    assert fresh.timings == {}, "a second tuner reuses the stored choice without benchmarking"
