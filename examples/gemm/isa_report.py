@@ -1,0 +1,75 @@
+"""``gemm.py --isa``: the flagship GEMM compiled offline for pvc and dg2, and what IGC made of it.
+
+For each dtype x layout: GRF mode, spills, the K-loop's instruction counts (dpas, 2D block loads,
+prefetches, other), its dpas density, and a throughput model:
+
+  * one ``dpas.8x8`` keeps a systolic array busy for 8 cycles (8 repeats x 8 deep; SIMD16 on pvc,
+    SIMD8 on dg2), and a vector engine issues about one instruction per cycle from its threads;
+  * so a K-iteration takes at least ``max(8 * dpas, instructions)`` cycles of one engine, and the
+    predicted share of the matrix engine's peak is ``8 * dpas / max(8 * dpas, instructions)``;
+  * it ignores memory bandwidth and latency (the prefetch distance is there to hide the latter),
+    so it is an upper bound for a compute-bound shape.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import xekern as xk
+import xekern.language as xl
+from xekern.tools.isa import IsaError, compile_isa, loop_counts
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gemm import gemm_kernel  # noqa: E402
+
+P = xk.pointer
+DPAS_CYCLES = 8
+
+
+def signature(ab, acc, layout, BM, BN, BK, prefetch):
+    return dict(a_ptr=P(ab), b_ptr=P(ab), c_ptr=P(acc), bias_ptr=P(acc), M=xl.int32, N=xl.int32, K=xl.int32,
+                stride_ab=xl.int32, stride_bb=xl.int32, stride_cb=xl.int32, BM=BM, BN=BN, BK=BK, GROUP_M=8,
+                TRANS_A=layout[0] == "t", TRANS_B=layout[1] == "t", PREFETCH=prefetch, ACC=acc, HAS_BIAS=False,
+                ACT=None)
+
+
+def one(target, ab, layout, BM, BN, BK, ns, grf):
+    acc = xl.int32 if ab.is_int else xl.float32
+    c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2), target=target, num_subgroups=ns)
+    r = compile_isa(c.spirv, c.name, target, grf_mode=grf)
+    lc = loop_counts(r)
+    row = dict(target=target, dtype=ab.user_name, layout=layout, grf=r.grf_mode, spill=r.spilled_around,
+               scratch=r.scratch_bytes, total=lc.total if lc else 0, dpas=lc.dpas if lc else 0,
+               loads=lc.load_block2d if lc else 0, prefetch=lc.prefetch_block2d if lc else 0,
+               other_sends=sum(lc.sends.values()) if lc else 0, density=lc.dpas_share if lc else 0.0)
+    row["other"] = row["total"] - row["dpas"] - row["loads"] - row["prefetch"] - row["other_sends"]
+    xmx = DPAS_CYCLES * row["dpas"]
+    row["model"] = xmx / max(xmx, row["total"]) if row["total"] else 0.0
+    return row
+
+
+def report():
+    rows = []
+    plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256)
+            for d in (xl.bfloat16, xl.float16, xl.int8) for l in ("nn", "nt", "tn", "tt")]
+    plan += [("dg2", d, "nn", 64, 64, 64 if d == xl.int8 else 32, 8, 128) for d in (xl.bfloat16, xl.int8)]
+    print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF; dg2 64x64, 8 subgroups")
+    print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
+          f"{'prefetch':>8} {'other':>5} {'dpas %':>7} {'model %':>8}")
+    for target, ab, layout, BM, BN, BK, ns, grf in plan:
+        try:
+            r = one(target, ab, layout, BM, BN, BK, ns, grf)
+        except (IsaError, xk.CompilationError) as e:
+            print(f"{target:6} {ab.user_name:9} {layout:3}  failed: {str(e).splitlines()[-1]}")
+            continue
+        rows.append(r)
+        print(f"{r['target']:6} {r['dtype']:9} {r['layout']:3} {r['grf']:>4} {r['spill']:>5} |         "
+              f"{r['total']:>5} {r['dpas']:>4} {r['loads']:>6} {r['prefetch']:>8} {r['other']:>5} "
+              f"{100 * r['density']:6.1f}% {100 * r['model']:7.0f}%", flush=True)
+    print("model: predicted share of matrix-engine peak = 8*dpas / max(8*dpas, K-loop instructions) "
+          "(see isa_report.py)")
+    return rows
+
+
+if __name__ == "__main__":
+    report()
