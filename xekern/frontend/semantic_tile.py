@@ -29,6 +29,47 @@ class TileSemantic:
             raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
         return self.op(ir.GridDimOp, axis)
 
+    def num_subgroups(self) -> int:
+        """Subgroups per workgroup: a compile-time constant of the compilation (``num_subgroups=``)."""
+        return self.options.num_subgroups
+
+    def subgroup_size(self) -> int:
+        """Lanes per subgroup: the target's compiled sub-group size, a compile-time constant."""
+        return self.options.target.sg_size
+
+    def id_tile(self, which: str, shape, layout) -> tensor:
+        """``xl.subgroup_id(shape, layout)`` / ``xl.lane_id(shape, layout)``: the i32 tile of the
+        ids of the subgroups (lanes) holding each element. In a workgroup-level program a scalar is
+        one value for the whole workgroup, so a per-subgroup id only makes sense as a tile whose
+        distribution says who holds what; the layout is pinned (given, or the default for the
+        shape) and must give every copy of an element the same id."""
+        from ..layouts import ownership
+        from ..lowering.layouts import complete_layout, default_layout
+        name = f"{which}_id"
+        if shape is None:
+            raise SemanticError(
+                f"xl.{name}() needs a tile shape: a workgroup-level kernel has no per-{which} scalars "
+                f"(a scalar is one value for the whole workgroup). Use xl.{name}(shape, layout), the tile "
+                f"of the ids of the {which}s that hold each element")
+        shape = self.check_shape(unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,))
+        layout = self.check_layout(unwrap(layout), shape)
+        G, sg = self.options.num_subgroups, self.options.target.sg_size
+        try:
+            layout = complete_layout(layout, shape, G, sg) if layout is not None else \
+                default_layout(shape, G, sg)
+            owners = ownership(layout, shape, sg_size=sg, num_subgroups=G)
+        except LayoutError as e:
+            raise SemanticError(f"xl.{name}: invalid layout {layout}: {e}") from None
+        for coords, os in owners.items():
+            ids = {getattr(o, "sg" if which == "subgroup" else "lane") for o in os}
+            if len(ids) != 1:
+                raise SemanticError(
+                    f"xl.{name}{list(shape)}: element {list(coords)} is held by {which}s {sorted(ids)} under "
+                    f"{layout}, so it has no single {which} id; use a layout that does not replicate "
+                    f"elements across {which}s")
+        t = self.op(ir.IdTileOp, which, VectorType(shape, T.int32))
+        return self._anchor(t, layout)
+
     # ---- making tiles ---------------------------------------------------------------------------
     def check_layout(self, layout, shape) -> Optional[Layout]:
         if layout is None:

@@ -302,6 +302,25 @@ def _num_subgroups(ctx, op, args):
     return [np.int32(ctx.launch.num_subgroups)]
 
 
+_ID_TILES: dict = {}
+
+
+@rule(ir.IdTileOp)
+def _id_tile(ctx, op, args):
+    """The ids of the holders of each element, from the layout's ownership model (the frontend
+    pinned a complete layout and checked that every copy of an element agrees)."""
+    from ..layouts import ownership
+    t = op.result.type
+    layout, which = op.attrs["layout"], op.which
+    key = (layout, tuple(t.shape), which)
+    if key not in _ID_TILES:
+        out = np.zeros(t.shape, np.int32)
+        for coords, owners in ownership(layout, t.shape).items():
+            out[coords] = getattr(owners[0], "sg" if which == "subgroup" else "lane")
+        _ID_TILES[key] = out
+    return [_ID_TILES[key]]
+
+
 @rule(ir.BarrierOp, ir.FenceOp, ir.CompileHintOp, ir.AllocNBarrierOp, ir.NBarrierArriveOp, ir.NBarrierWaitOp)
 def _no_op(ctx, op, args):
     """One program runs at a time, in order: every write is visible to every later read."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .core import IRError, Op, Value
 from .ops_vector import REDUCE_KINDS
-from .types import DType, int32
+from .types import DType, VectorType, int32
 
 
 class _IdOp(Op):
@@ -56,6 +56,29 @@ class NumSubgroupsOp(Op):
 
     def __init__(self, loc=None):
         super().__init__([], [int32], loc=loc)
+
+
+class IdTileOp(Op):
+    """``gpu.id_tile``: an i32 tile whose every element is the id of the subgroup (``which =
+    "subgroup"``) or of the lane (``"lane"``) that holds it under the tile's layout. The workgroup-level
+    form of ``gpu.subgroup_id`` / ``gpu.lane_id``: wg-to-sg and sg-to-lane turn it into those scalars.
+    The frontend only builds it for layouts where every copy of an element agrees on the id."""
+
+    NAME = "gpu.id_tile"
+
+    def __init__(self, which: str, type: VectorType, loc=None):
+        super().__init__([], [type], {"which": which}, loc=loc)
+
+    @property
+    def which(self) -> str:
+        return self.attrs["which"]
+
+    def verify(self):
+        if self.which not in ("subgroup", "lane"):
+            raise IRError(f"id_tile of {self.which!r}: expected 'subgroup' or 'lane'", self)
+        t = self.result.type
+        if not isinstance(t, VectorType) or t.elem != int32:
+            raise IRError(f"id_tile yields an i32 tile, not {t}", self)
 
 
 class BarrierOp(Op):

@@ -41,6 +41,36 @@ def num_programs(axis, _sem=None):
 
 
 @builtin
+def num_subgroups(_sem=None):
+    """Subgroups per workgroup, a compile-time constant (the launch's ``num_subgroups``).
+    ``BLOCK: xl.constexpr = 64 * xl.num_subgroups()``"""
+    return _sem.num_subgroups()
+
+
+@builtin
+def subgroup_size(_sem=None):
+    """Lanes per subgroup on the compiled target (16 on pvc, 8 on dg2), a compile-time constant;
+    the workgroup has ``xl.num_subgroups() * xl.subgroup_size()`` work items."""
+    return _sem.subgroup_size()
+
+
+@builtin
+def subgroup_id(shape=None, layout=None, _sem=None):
+    """The int32 tile of ``shape`` whose elements are the ids of the subgroups holding them under
+    ``layout`` (default: the default layout of ``shape``); the layout must not replicate elements
+    across subgroups. ``sid = xl.subgroup_id((64,), xl.Layout(sg_layout=[4], sg_data=[16]))``"""
+    return _sem.id_tile("subgroup", shape, layout)
+
+
+@builtin
+def lane_id(shape=None, layout=None, _sem=None):
+    """The int32 tile of ``shape`` whose elements are the ids (within their subgroup) of the lanes
+    holding them under ``layout``; the layout must not replicate elements across lanes.
+    ``lid = xl.lane_id((64,))``"""
+    return _sem.id_tile("lane", shape, layout)
+
+
+@builtin
 def cdiv(x, div, _sem=None):
     """``(x + div - 1) // div``, on constants or scalars."""
     x, div = unwrap(x), unwrap(div)

@@ -71,7 +71,7 @@ class Splitter(Rewriter):
         ir.DpasOp: "rule_dpas", ir.LoadNdOp: "rule_load_nd", ir.StoreNdOp: "rule_store_nd",
         ir.PrefetchNdOp: "rule_prefetch_nd", ir.CreateNdTDescOp: "rule_create_nd_tdesc",
         ir.LoadMatrixOp: "rule_load_matrix", ir.StoreMatrixOp: "rule_store_matrix",
-        ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked",
+        ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked", ir.IdTileOp: "rule_id_tile",
     })
 
     # ---- to implement ------------------------------------------------------------------------
@@ -118,6 +118,11 @@ class Splitter(Rewriter):
                 local = self.b(ir.BinaryOp, "addi", local, self.b(ir.BroadcastOp, self.i32(off), s.piece_type))
             out.append(local)
         return [out]
+
+    def rule_id_tile(self, op: ir.IdTileOp):
+        """Every piece of an id tile is an id tile of the piece's type (wg-to-sg fills subgroup ids)."""
+        s = self._split_of(op.result, op)
+        return [[self.b.insert(op.clone_with([], [s.piece_type])).result for _ in range(s.count)]]
 
     def rule_broadcast(self, op: ir.BroadcastOp):
         src = op.operands[0]

@@ -61,7 +61,7 @@ class SgToLane(Rewriter):
         ir.TransposeOp: "rule_transpose", ir.ReduceOp: "rule_reduce", ir.ConvertLayoutOp: "rule_convert",
         ir.LoadNdOp: "rule_keep_tile", ir.StoreNdOp: "rule_keep_tile", ir.PrefetchNdOp: "rule_keep_tile",
         ir.LoadMatrixOp: "rule_keep_tile", ir.StoreMatrixOp: "rule_keep_tile", ir.DpasOp: "rule_keep_tile",
-        ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked",
+        ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked", ir.IdTileOp: "rule_id_tile",
     })
 
     def __init__(self, ctx):
@@ -212,6 +212,12 @@ class SgToLane(Rewriter):
         if not isinstance(rt, VectorType):
             return [[self.b(ir.ExtractOp, acc, 0)]]
         return [[acc]]
+
+    def rule_id_tile(self, op: ir.IdTileOp):
+        """Lane ids are the lane's ``gpu.lane_id`` in every slot it holds."""
+        if op.which != "lane":
+            raise PassError("sg-to-lane: subgroup id tiles should have been lowered by wg-to-sg", op)
+        return [[self.b(ir.BroadcastOp, self.i32(self.lane_id()), lane_type(op.result.type))]]
 
     def rule_convert(self, op: ir.ConvertLayoutOp):
         raise PassError("sg-to-lane: convert_layout should have been lowered by wg-to-sg", op)

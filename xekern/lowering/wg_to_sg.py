@@ -146,6 +146,14 @@ class WgToSg(Splitter):
         self.b.create(ir.BarrierOp)
         return out
 
+    def rule_id_tile(self, op: ir.IdTileOp):
+        """Subgroup ids are the subgroup's ``gpu.subgroup_id`` in every element it holds."""
+        if op.which != "subgroup":
+            return super().rule_id_tile(op)
+        s = self._split_of(op.result, op)
+        sid = self.i32(self.sg_id())
+        return [[self.b(ir.BroadcastOp, sid, s.piece_type) for _ in range(s.count)]]
+
     def rule_convert_layout(self, op: ir.ConvertLayoutOp):
         src, res = op.operands[0], op.result
         if src.type.layout == res.type.layout:

@@ -1,0 +1,114 @@
+"""Issue 7: ids and sizes (seed 003's gpu.subgroup_id / lane_id / num_subgroups) in workgroup-level
+kernels, and workgroup all-reduce. Run on the CPU device in its 16- and 8-wide GPU models and in
+the interpreter, compared with the layout ownership model and NumPy; GPU code checked offline."""
+import numpy as np
+import pytest
+
+import xekern as xk
+import xekern.language as xl
+from conftest import CPU_TARGETS, poisoned
+from xekern.layouts import ownership
+
+SG = {"cpu": 16, "cpu8": 8}
+
+
+def layouts_for(sg):
+    """Explicit 2-D layouts for 4 subgroups: plain, round-robin over rows, and lane_data > 1."""
+    return [xl.Layout(sg_layout=[2, 2], sg_data=[8, 2 * sg], lane_layout=[2, sg // 2], lane_data=[1, 2],
+                      order=[1, 0]),
+            xl.Layout(sg_layout=[4, 1], sg_data=[2, 4 * sg], lane_layout=[1, sg], lane_data=[1, 1],
+                      order=[1, 0]),
+            xl.Layout(sg_layout=[1, 4], sg_data=[16, 8], lane_layout=[sg // 4, 4], lane_data=[2, 2],
+                      order=[0, 1])]
+
+
+@xk.jit
+def ids_2d(sg_ptr, lane_ptr, sizes_ptr, BM: xl.constexpr, BN: xl.constexpr, LAYOUT: xl.constexpr):
+    r = xl.arange(0, BM)[:, None]
+    c = xl.arange(0, BN)[None, :]
+    xl.store(sg_ptr + r * BN + c, xl.subgroup_id((BM, BN), LAYOUT))
+    xl.store(lane_ptr + r * BN + c, xl.lane_id((BM, BN), LAYOUT))
+    k = xl.arange(0, 2)
+    xl.store(sizes_ptr + k, xl.where(k == 0, xl.num_subgroups(), xl.subgroup_size()))
+
+
+@xk.jit
+def ids_1d(sg_ptr, lane_ptr, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    xl.store(sg_ptr + offs, xl.subgroup_id(BLOCK) * 1000 + xl.program_id(0))
+    xl.store(lane_ptr + offs, xl.lane_id((BLOCK,)))
+
+
+def expected_ids(layout, shape, which):
+    out = np.full(shape, -1, np.int32)
+    for coords, owners in ownership(layout, shape).items():
+        ids = {o.sg if which == "sg" else o.lane for o in owners}
+        assert len(ids) == 1
+        out[coords] = ids.pop()
+    return out
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("interpret", [False, True])
+def test_id_tiles_match_the_ownership_model(target, which, interpret):
+    sg = SG[target]
+    L = layouts_for(sg)[which]
+    BM, BN = 16, 8 * sg
+    sgs, lanes, sizes = poisoned((BM, BN), np.int32), poisoned((BM, BN), np.int32), poisoned(2, np.int32)
+    k = xk.jit(ids_2d.fn, interpret=True) if interpret else ids_2d
+    k[(1,)](sgs, lanes, sizes, BM=BM, BN=BN, LAYOUT=L, target=target)
+    np.testing.assert_array_equal(sgs, expected_ids(L, (BM, BN), "sg"))
+    np.testing.assert_array_equal(lanes, expected_ids(L, (BM, BN), "lane"))
+    np.testing.assert_array_equal(sizes, [4, sg])
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+def test_id_tiles_with_the_default_layout(target):
+    sg = SG[target]
+    BLOCK = 256
+    sgs, lanes = poisoned(BLOCK, np.int32), poisoned(BLOCK, np.int32)
+    ids_1d[(1,)](sgs, lanes, BLOCK=BLOCK, target=target)
+    # the default 1-D layout: 4 subgroups x 64 contiguous elements, lanes round-robin within
+    np.testing.assert_array_equal(sgs, np.arange(BLOCK) // 64 * 1000)
+    np.testing.assert_array_equal(lanes, np.arange(BLOCK) % sg)
+
+
+def _compile_error(fn, **sig):
+    with pytest.raises(xk.CompilationError) as e:
+        xk.jit(fn).compile_offline(sig, target="cpu")
+    return str(e.value)
+
+
+def test_per_subgroup_scalars_are_rejected_with_a_reason():
+    def k(o_ptr):
+        xl.store(o_ptr, xl.subgroup_id())
+    msg = _compile_error(k, o_ptr=xk.pointer(xl.int32))
+    assert "needs a tile shape" in msg and "one value for the whole workgroup" in msg
+
+
+def test_replicated_layouts_have_no_single_id():
+    def k(o_ptr, L: xl.constexpr):
+        offs = xl.arange(0, 16)
+        xl.store(o_ptr + offs, xl.subgroup_id((16,), L))
+    # 4 subgroups x 16 elements on a 16-element tile: every subgroup holds every element
+    L = xl.Layout(sg_layout=[4], sg_data=[16], lane_layout=[16], lane_data=[1], order=[0])
+    msg = _compile_error(k, o_ptr=xk.pointer(xl.int32), L=L)
+    assert "has no single subgroup id" in msg
+    # the same tile has a single lane id per element
+    def k2(o_ptr, L: xl.constexpr):
+        offs = xl.arange(0, 16)
+        xl.store(o_ptr + offs, xl.lane_id((16,), L))
+    xk.jit(k2).compile_offline(dict(o_ptr=xk.pointer(xl.int32), L=L), target="cpu")
+
+
+@pytest.mark.parametrize("target", ["pvc", "dg2"])
+def test_id_tiles_compile_for_gpus(target):
+    from xekern.tools.isa import compile_isa
+    sg = 16 if target == "pvc" else 8
+    L = layouts_for(sg)[0]
+    P = xk.pointer(xl.int32)
+    c = ids_2d.compile_offline(dict(sg_ptr=P, lane_ptr=P, sizes_ptr=P, BM=16, BN=8 * sg, LAYOUT=L), target=target)
+    assert "gpu.subgroup_id" in c.asm["sg"] and "gpu.lane_id" in c.asm["lane"]
+    r = compile_isa(c.spirv, c.name, target)
+    assert r.counts.calls == 0, r.summary()
