@@ -112,3 +112,80 @@ def test_id_tiles_compile_for_gpus(target):
     assert "gpu.subgroup_id" in c.asm["sg"] and "gpu.lane_id" in c.asm["lane"]
     r = compile_isa(c.spirv, c.name, target)
     assert r.counts.calls == 0, r.summary()
+
+
+# ---- all_reduce ----------------------------------------------------------------------------------
+
+@xk.jit
+def absmax(a, b):
+    return xl.maximum(xl.abs(a), xl.abs(b))
+
+
+@xk.jit
+def wrapping_add(a, b):
+    return a + b
+
+
+@xk.jit
+def all_reduce_kernel(x_ptr, out_ptr, BM: xl.constexpr, BN: xl.constexpr, OP: xl.constexpr):
+    r = xl.arange(0, BM)[:, None]
+    c = xl.arange(0, BN)[None, :]
+    x = xl.load(x_ptr + xl.program_id(0) * BM * BN + r * BN + c)
+    if OP == "absmax":
+        total = xl.all_reduce(x, absmax)
+    elif OP == "wrapping_add":
+        total = xl.all_reduce(x, wrapping_add)
+    else:
+        total = xl.all_reduce(x, OP)
+    # the scalar reaches every element of the program: write it through a whole tile
+    xl.store(out_ptr + xl.program_id(0) * BM * BN + r * BN + c, xl.zeros_like(x) + total)
+
+
+NP_REDUCE = {"add": np.sum, "mul": np.prod, "min": np.min, "max": np.max, "and": np.bitwise_and.reduce,
+             "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce, "wrapping_add": np.sum,
+             "absmax": lambda v: np.max(np.abs(v))}
+CASES = [(op, np.int32) for op in ("add", "mul", "min", "max", "and", "or", "xor", "wrapping_add")] + \
+        [(op, np.float32) for op in ("add", "mul", "min", "max", "absmax")]
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS + ["interpret"])
+@pytest.mark.parametrize("op,dtype", CASES, ids=[f"{o}-{np.dtype(d).name}" for o, d in CASES])
+def test_all_reduce(rng, target, op, dtype):
+    BM, BN, programs = 8, 32, 3
+    if dtype == np.float32:
+        x = (1 + 0.01 * rng.standard_normal((programs, BM, BN)) if op == "mul" else
+             rng.standard_normal((programs, BM, BN))).astype(np.float32)
+    else:
+        x = rng.integers(-3 if op == "mul" else -(1 << 30), 4 if op == "mul" else 1 << 30,
+                         (programs, BM, BN)).astype(np.int32)
+    out = poisoned((programs, BM, BN), dtype)
+    if target == "interpret":
+        xk.jit(all_reduce_kernel.fn, interpret=True)[(programs,)](x, out, BM=BM, BN=BN, OP=op)
+    else:
+        all_reduce_kernel[(programs,)](x, out, BM=BM, BN=BN, OP=op, target=target)
+    want = np.array([NP_REDUCE[op](x[p].reshape(-1)) for p in range(programs)]).astype(dtype)
+    want = np.broadcast_to(want[:, None, None], out.shape)
+    if dtype == np.float32:
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(out, want)
+
+
+def test_all_reduce_errors():
+    def bad_op(o_ptr):
+        xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), "median"))
+    assert "not one of" in _compile_error(bad_op, o_ptr=xk.pointer(xl.int32))
+
+    def not_jit(o_ptr):
+        xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), max))
+    assert "@xk.jit function" in _compile_error(not_jit, o_ptr=xk.pointer(xl.int32))
+
+
+@pytest.mark.parametrize("target", ["pvc", "dg2"])
+def test_all_reduce_compiles_for_gpus(target):
+    from xekern.tools.isa import compile_isa
+    P = xk.pointer(xl.float32)
+    for op in ("add", "absmax"):
+        c = all_reduce_kernel.compile_offline(dict(x_ptr=P, out_ptr=P, BM=8, BN=32, OP=op), target=target)
+        r = compile_isa(c.spirv, c.name, target)
+        assert r.counts.calls == 0 and r.counts.barriers >= 1, r.summary()

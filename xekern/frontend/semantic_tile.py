@@ -152,6 +152,66 @@ class TileSemantic:
         out = self._reduce_to(ir.ReduceOp, kind, x, axis, dt)
         return self.expand_dims(out, axis) if keep_dims else out
 
+    _ALL_REDUCE = {"add": "sum", "mul": "prod", "min": "min", "max": "max", "and": "and", "or": "or",
+                   "xor": "xor_sum"}
+
+    def all_reduce(self, x, op) -> tensor:
+        """``xl.all_reduce(x, op)`` (seed 003's ``gpu.all_reduce``): every element of the tile ``x``
+        combined into one scalar, which every program element sees. ``op`` is a name (add, mul, min,
+        max, and, or, xor: the tile reductions, whose cross-subgroup step goes through SLM) or an
+        ``@xk.jit`` combine function of two tiles (associative and commutative), applied in a tree
+        through SLM: ``log2(numel)`` steps, one barrier each. A scalar is one program element: its
+        all-reduce is itself."""
+        x = self.to_tensor(x)
+        op = unwrap(op)
+        if isinstance(op, str):
+            if op not in self._ALL_REDUCE:
+                raise SemanticError(f"all_reduce op {op!r} is not one of {', '.join(self._ALL_REDUCE)} "
+                                    f"(or pass an @xk.jit combine function)")
+            return self.reduce(x, None, self._ALL_REDUCE[op])
+        if not getattr(op, "__xekern_jit__", False):
+            raise SemanticError(f"all_reduce op must be a name such as 'add' or an @xk.jit function of two "
+                                f"values, got {op!r}")
+        if not x.is_tile:
+            return x
+        return self._all_reduce_tree(x, op)
+
+    def _combine(self, fn, a: tensor, b: tensor) -> tensor:
+        """Inline the user's combine function on two tiles (as a call from a kernel would)."""
+        import inspect
+        from .generator import CodeGenerator
+        try:
+            bound = inspect.signature(fn.fn).bind(a, b)
+        except TypeError as e:
+            raise SemanticError(f"all_reduce combine function {fn.__name__} must take two values: {e}") from None
+        bound.apply_defaults()
+        gen = CodeGenerator(fn.source, self, {k: unwrap(v) for k, v in bound.arguments.items()})
+        r = unwrap(gen.visit_function(fn.source.tree))
+        if not isinstance(r, tensor):
+            raise SemanticError(f"all_reduce combine function {fn.__name__} must return one value, got {r!r}")
+        return self.cast(self.broadcast_to(r, a.shape), a.dtype)
+
+    def _all_reduce_tree(self, x: tensor, fn) -> tensor:
+        shape = list(x.shape)
+        bufs = [self.alloc_slm(tuple(shape), x.dtype), self.alloc_slm(tuple(shape), x.dtype)]
+        zeros = [0] * len(shape)
+        self.store_matrix(bufs[0], zeros, x)
+        self.barrier()
+        src, acc = 0, x
+        for d in reversed(range(len(shape))):
+            while shape[d] > 1:
+                shape[d] //= 2
+                hi = list(zeros)
+                hi[d] = shape[d]
+                a = self.load_matrix(bufs[src], zeros, tuple(shape))
+                b = self.load_matrix(bufs[src], hi, tuple(shape))
+                acc = self._combine(fn, a, b)
+                if any(s > 1 for s in shape):
+                    self.store_matrix(bufs[1 - src], zeros, acc)
+                    self.barrier()
+                    src = 1 - src
+        return self.reshape(acc, ())
+
     def argreduce(self, x, axis, what: str, keep_dims: bool = False) -> tensor:
         """Index (int32) of the first maximum/minimum: ``min(where(x == max(x), index, BIG))``."""
         x = self.to_tensor(x)

@@ -235,6 +235,15 @@ def xor_sum(x, axis=None, keep_dims=False, _sem=None):
 
 
 @builtin
+def all_reduce(x, op="add", _sem=None):
+    """Every element of the tile ``x`` combined with ``op`` into one scalar that every program
+    element sees (``gpu.all_reduce``): 'add', 'mul', 'min', 'max', 'and', 'or', 'xor', or an
+    ``@xk.jit`` function of two values (associative and commutative).
+    ``total = xl.all_reduce(x, "add")``; ``m = xl.all_reduce(x, absmax)``"""
+    return _sem.all_reduce(x, op)
+
+
+@builtin
 def argmax(x, axis=None, keep_dims=False, _sem=None):
     """Index (int32) of the first maximum along ``axis``."""
     return _sem.argreduce(x, unwrap(axis), "argmax", keep_dims=unwrap(keep_dims))
