@@ -499,24 +499,50 @@ def print_kernel(x_ptr):
     pid = xl.program_id(0)
     print("pid is", pid)
     x = xl.load(x_ptr + pid)
-    breakpoint()
+    xl.device_print("x", x, xl.arange(0, 2))
     xl.store(x_ptr + pid, x + 1)
 
 
-@pytest.mark.xfail(strict=True, reason="the frontend turns print() into sem.device_print, which does not exist "
-                                       "yet (CompilationError 'print is not supported in kernels'), and rejects "
-                                       "breakpoint() ('the Python builtin 'breakpoint' is not supported'); with "
-                                       "a device_print op and a breakpoint op, each needs one interpreter rule "
-                                       "(ctx.print / debug.pause)")
-def test_print_and_breakpoint_written_in_a_kernel_run_on_the_host(monkeypatch):
-    printed, stops = [], []
-    monkeypatch.setattr(builtins, "print", lambda *a, **k: printed.append(" ".join(map(str, a))))
-    monkeypatch.setattr(builtins, "breakpoint", lambda *a, **k: stops.append(sys._getframe(1).f_locals))
+def test_print_written_in_a_kernel_runs_on_the_host_without_debug(capsys):
     x = np.arange(3, dtype=np.int32)
     print_kernel[(3,)](x)
-    assert len(printed) == 3 and all("pid is" in s and str(p) in s for p, s in enumerate(printed))
-    assert len(stops) == 3
+    printed = capsys.readouterr().out.splitlines()
+    scalars = [s for s in printed if "pid is" in s]
+    assert scalars == [f"pid ({p}, 0, 0) pid is {p}" for p in range(3)]
+    assert [s for s in printed if s.startswith("pid (2, 0, 0) idx")] == ["pid (2, 0, 0) idx (0) x 2 0",
+                                                                         "pid (2, 0, 0) idx (1) x 2 1"]
     np.testing.assert_array_equal(x, [1, 2, 3])
+
+
+@xk.jit(interpret=True)
+def breakpoint_kernel(x_ptr):
+    breakpoint()
+
+
+@pytest.mark.xfail(strict=True, reason="the frontend rejects breakpoint() ('the Python builtin 'breakpoint' is not "
+                                       "supported'); a breakpoint op needs one interpreter rule (debug.pause)")
+def test_breakpoint_written_in_a_kernel_run_on_the_host(monkeypatch):
+    stops = []
+    monkeypatch.setattr(builtins, "breakpoint", lambda *a, **k: stops.append(sys._getframe(1).f_locals))
+    breakpoint_kernel[(3,)](np.zeros(3, np.int32))
+    assert len(stops) == 3
+
+
+@xk.jit(interpret=True)
+def assert_kernel(x_ptr, n, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs, mask=offs < n, other=0)
+    xl.device_assert(x >= 0, "x must not be negative")
+
+
+def test_device_assert_raises_with_the_kernel_line():
+    x = np.array([0, 1, -2, 3], np.int32)
+    with pytest.raises(interpreter.DeviceAssertionError) as e:
+        assert_kernel[(1,)](x, 4, BLOCK=4)
+    msg = str(e.value)
+    assert "program (0, 0, 0)" in msg and "x must not be negative" in msg and "[(2,)]" in msg
+    assert 'xl.device_assert(x >= 0, "x must not be negative")' in msg
+    assert_kernel[(1,)](np.abs(x), 4, BLOCK=4)  # holds: no error
 
 
 # ---- errors ----------------------------------------------------------------------------------------------------
@@ -620,3 +646,39 @@ def test_numpy_arguments_are_updated_in_place_and_fortran_order_is_written_back(
     np.testing.assert_array_equal(out, 2 * x)
     with pytest.raises(xk.LaunchError, match="non-contiguous NumPy view"):
         k[(1,)](x[:, ::2], x[:, ::2], out[:, ::2], 4, BLOCK=16)
+
+
+# ---- no SYCL device -------------------------------------------------------------------------------------------
+
+def test_interpret_mode_needs_no_sycl_device(monkeypatch, rng):
+    from xekern.runtime import device as dev
+
+    def no_device(*a, **k):
+        raise AssertionError("the interpreter asked dpctl for a device")
+
+    for name in ("dpctl", "default_device", "queue_for", "as_device"):
+        monkeypatch.setattr(dev, name, no_device)
+    x = rng.standard_normal(32).astype(np.float32)
+    out = poisoned(32, np.float32)
+    interp = xk.jit(unmasked_copy.fn, interpret=True)
+    interp[(2,)](x, out, 32, BLOCK=16)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_interpret_knob_in_a_process_without_devices(tmp_path):
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np, xekern as xk, xekern.language as xl\n"
+        "@xk.jit\n"
+        "def add1(x_ptr, n, BLOCK: xl.constexpr):\n"
+        "    offs = xl.arange(0, BLOCK)\n"
+        "    xl.store(x_ptr + offs, xl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)\n"
+        "x = np.arange(5, dtype=np.float32)\n"
+        "add1[(1,)](x, 5, BLOCK=8)\n"
+        "import dpctl\n"
+        "print(x.tolist(), len(dpctl.get_devices()))\n")
+    env = dict(os.environ, XEKERN_INTERPRET="1", ONEAPI_DEVICE_SELECTOR="level_zero:gpu:7",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1.0, 2.0, 3.0, 4.0, 5.0] 0"

@@ -4,12 +4,13 @@ from __future__ import annotations
 import copy
 
 from .semantic import ArithSemantic
+from .semantic_debug import DebugSemantic
 from .semantic_memory import MemorySemantic
 from .semantic_tile import TileSemantic
 
 
-class Semantic(ArithSemantic, TileSemantic, MemorySemantic):
-    """Checks and builds the IR of every ``xl`` builtin (see the three rule sets it combines)."""
+class Semantic(ArithSemantic, TileSemantic, MemorySemantic, DebugSemantic):
+    """Checks and builds the IR of every ``xl`` builtin (see the rule sets it combines)."""
 
     STATE = ("slm_bytes", "nbarrier_count")
 

@@ -383,3 +383,21 @@ def nbarrier_wait(nb, _sem=None):
 def compile_hint(hint="scheduling_barrier", _sem=None):
     """Keep the GPU compiler from moving instructions across this point."""
     return _sem.compile_hint(hint)
+
+
+# ---- debugging (kept only with XEKERN_DEBUG=1 / @xk.jit(debug=True); the interpreter always runs them) ----
+
+@builtin
+def device_print(prefix, *values, hex=False, _sem=None):
+    """Print ``prefix`` and ``values`` from the device (OpenCL printf), each line starting with the
+    program id: scalars once per program, tiles once per element with its index. Python's ``print``
+    in a kernel does the same. ``xl.device_print("x =", x)`` prints ``pid (0, 0, 0) idx (3) x = 1.500000``"""
+    return _sem.device_print(prefix, *values, hex=hex)
+
+
+@builtin
+def device_assert(cond, msg="", _sem=None):
+    """Where ``cond`` (a scalar or a boolean tile) is false, print the kernel's file:line, the
+    program id, the element index and ``msg``. OpenCL cannot stop a kernel: it runs on. Python's
+    ``assert`` on a runtime value does the same. ``xl.device_assert(offs < n, "out of range")``"""
+    return _sem.device_assert(cond, msg)

@@ -102,7 +102,8 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
             rel.fn(val, td, unchunk_layout)
             if isinstance(op, ir.LoadGatherOp) and len(op.operands) > 2:
                 rel.same(val, op.operands[2])
-        elif isinstance(op, (ir.LoadGatherOp, ir.StoreScatterOp, ir.AtomicRMWOp, ir.PrefetchOp)):
+        elif isinstance(op, (ir.LoadGatherOp, ir.StoreScatterOp, ir.AtomicRMWOp, ir.PrefetchOp, ir.PrintOp,
+                             ir.AssertOp)):
             rel.same(*op.operands, *op.results)
         elif isinstance(op, ir.LoadNdOp):
             tr = op.attrs.get("transpose")
@@ -304,6 +305,9 @@ class PropagateLayout(Rewriter):
             return {i: ref for i, v in enumerate(op.operands) if _laid(v) and ref is not None}
         if isinstance(op, ir.StoreNdOp):
             return {0: lay.get(op.tdesc)}
+        if isinstance(op, (ir.PrintOp, ir.AssertOp)):  # values and element index: one layout
+            laid = [i for i, v in enumerate(op.operands) if _laid(v)]
+            return {i: lay.get(op.operands[laid[0]]) for i in laid}
         return {}
 
     def natural_results(self, op: Op, operands: List[Value]):
