@@ -520,6 +520,8 @@ class JITFunction:
         if kwargs and not _OPTION_SET.isdisjoint(kwargs):
             overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
         values = self.bind(args, kwargs)
+        if self.interpret:
+            return self._interpret(grid, values, overrides)
         queue = overrides.get("queue")
         if queue is None:
             queue = _queue_of(values) if overrides.get("device") is None else None
@@ -535,9 +537,6 @@ class JITFunction:
             target = self.target_for_queue(queue, overrides.get("target"))
             options = self.options(overrides, target)
         key, runtime = self.specialize(values, options)
-        if self.interpret:
-            from ..interpreter import interpret_launch
-            return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
         ck = self.cache.get(key)
         if ck is None:
             ck = self.compiled(key, lambda: self.signature(values, runtime), options)
@@ -564,6 +563,23 @@ class JITFunction:
             for c in copies:
                 c.copy_back()
         return Launch(ck, event)
+
+    def _interpret(self, grid, values: list, overrides: Dict[str, Any]) -> Launch:
+        """Run on the host with NumPy. No SYCL device is needed: the target is ``target=`` /
+        ``XEKERN_TARGET``, else the queue's device if one is given, else the ``cpu`` record; and
+        ``device_print`` / ``device_assert`` always run (as in Triton's interpreter)."""
+        from ..interpreter import interpret_launch
+        name = overrides.get("target") or self.target or knobs.target()
+        queue = overrides.get("queue")
+        if name is not None:
+            target = get_target(name) if isinstance(name, str) else name
+        elif queue is not None:
+            target = dev.target_for(queue.sycl_device)
+        else:
+            target = get_target("cpu")
+        options = self.options(dict(overrides, debug=True), target)
+        key, runtime = self.specialize(values, options)
+        return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching."""
