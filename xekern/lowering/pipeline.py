@@ -69,6 +69,7 @@ class Compiled:
     sg_size: int
     slm_bytes: int
     timings: Dict[str, float] = field(default_factory=dict)
+    extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -151,6 +152,8 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     t0 = time.perf_counter()
     func = compile_to_ir(jit, signature, options)
     timings["frontend"] = time.perf_counter() - t0
+    from ..runtime.extents import descriptor_extents
+    extents = descriptor_extents(func)  # before the passes rewrite the function
     if dump is not None:
         dump("xegpu", func)
     lane = run_passes(func, options, asm, timings, dump)
@@ -174,4 +177,5 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     asm["spirv"] = lambda: spirv_text(spirv)
     if dump is not None:
         dump("llir", opt_llir)
-    return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings)
+    return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
+                    extents)

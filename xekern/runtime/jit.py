@@ -27,7 +27,7 @@ from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
 from ..targets import TARGETS, Target, get_target
-from . import arrays, device as dev
+from . import arrays, device as dev, extents
 from .cache import disk_cache, stats
 
 LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
@@ -63,6 +63,7 @@ class CompiledKernel:
         self.meta = meta
         self.workgroup_size = meta["workgroup_size"]
         self.slm_bytes = meta.get("slm_bytes", 0)
+        self.extents = meta.get("extents") or ()  # descriptor shapes checked against buffers at launch
         self._asm = asm
         self._rebuild = rebuild
         self._kernels: Dict[Any, Any] = {}
@@ -511,7 +512,7 @@ class JITFunction:
         stats["compiles"] += 1
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
-                "target": options.target.name}
+                "target": options.target.name, "extents": c.extents}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
@@ -544,6 +545,8 @@ class JITFunction:
         g = _check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
         copies: List[_NumpyCopy] = []
+        if ck.extents:
+            extents.check(self.__name__, ck.extents, {name: values[i] for i, name, _, _ in runtime})
         kargs = [conv(values[i], name, queue, copies) for i, name, irt, conv in runtime]
         wg = ck.workgroup_size
         if len(g) == 1:

@@ -1,0 +1,64 @@
+"""Interop: dpnp arrays (``__sycl_usm_array_interface__``) are passed zero-copy, on their own queue,
+and the launch is asynchronous (it returns the SYCL event); anything else that is not an array on a
+SYCL device is refused with a message naming the argument. dpnp is in the ``test`` extra."""
+import numpy as np
+import pytest
+
+import dpnp
+import xekern as xk
+import xekern.language as xl
+from xekern.errors import LaunchError
+from xekern.runtime import device as dev
+
+
+@xk.jit
+def scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: xl.constexpr):
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    m = offs < n
+    xl.store(out_ptr + offs, alpha * xl.load(x_ptr + offs, mask=m) + xl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def test_dpnp_arrays_are_zero_copy_on_their_queue(rng):
+    q = dev.queue_for(None)
+    n = 3000
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    x, y = dpnp.asarray(a, sycl_queue=q), dpnp.asarray(b, sycl_queue=q)
+    out = dpnp.full(n, np.nan, dtype=np.float32, sycl_queue=q)
+    ptr = out.__sycl_usm_array_interface__["data"][0]
+    launch = scale_add[(xk.cdiv(n, 1024),)](x, y, out, n, 2.0, BLOCK=1024)
+    assert launch.event is not None            # asynchronous: the SYCL event comes back
+    launch.wait()
+    assert out.__sycl_usm_array_interface__["data"][0] == ptr   # written in place
+    np.testing.assert_allclose(dpnp.asnumpy(out), 2 * a + b, rtol=1e-6)
+    xk.synchronize()
+
+
+def test_dpnp_view_with_an_offset(rng):
+    q = dev.queue_for(None)
+    a = rng.standard_normal(64).astype(np.float32)
+    x = dpnp.asarray(a, sycl_queue=q)
+    out = dpnp.zeros(64, dtype=np.float32, sycl_queue=q)
+    scale_add[(1,)](x[32:], x[32:], out[32:], 32, 1.0, BLOCK=32).wait()
+    got = dpnp.asnumpy(out)
+    np.testing.assert_allclose(got[32:], 2 * a[32:], rtol=1e-6)
+    assert (got[:32] == 0).all()
+
+
+class _TorchLike:
+    """A DLPack producer on a device xekern cannot reach (like a CUDA torch tensor)."""
+
+    def __dlpack__(self, **kw):
+        raise BufferError("not here")
+
+    def __dlpack_device__(self):
+        return (2, 0)   # kDLCUDA
+
+
+@pytest.mark.parametrize("bad,words", [(_TorchLike(), "_TorchLike is not on a SYCL device"),
+                                       ([1.0, 2.0], "list is not a kernel argument")])
+def test_other_objects_are_refused_clearly(bad, words):
+    q = dev.queue_for(None)
+    out = dpnp.zeros(4, dtype=np.float32, sycl_queue=q)
+    with pytest.raises(LaunchError, match=words) as e:
+        scale_add[(1,)](bad, out, out, 4, 1.0, BLOCK=4)
+    assert "x_ptr" in str(e.value)

@@ -1,0 +1,114 @@
+"""Launch-time check that a buffer holds the tensor its descriptor describes.
+
+``xl.make_tensor_descriptor(x_ptr, shape=(M, N), strides=(LD, 1), ...)`` promises that ``x_ptr``
+points at ``1 + (M-1)*LD + (N-1)`` elements: loads and stores are bounds-checked against that
+shape, not against the allocation, so a buffer smaller than the shape is read and written past
+its end. When the promise can be evaluated at launch it is checked there, before anything runs.
+
+What is checked (sound: a reported error is a real overrun of the argument's declared extent):
+
+* descriptors created unconditionally at the top of the kernel (not inside ``if``/``for``),
+* whose base is a pointer parameter itself (not ``x_ptr + offset``),
+* whose shape and strides are constants or integer parameters (possibly truncated to 32 bits,
+  which is applied as the kernel applies it).
+
+What is not: descriptors on moved pointers, or with computed shapes/strides, or created under
+control flow; there the canary tests (tests/test_memory_safety.py) are the safety net. The
+extent of an argument is what it declares: a NumPy array's ``nbytes``; a device array's (or any
+``__sycl_usm_array_interface__`` object's) shape and strides — not the allocation behind a view.
+
+Example error::
+
+    kernel 'copy': argument 'x_ptr' holds 1000 float32 elements, but the tensor descriptor made at
+    k.py:12 (shape (40, 30), strides (30, 1)) reaches element 1199
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .. import ir
+from ..errors import LaunchError
+from . import arrays
+
+
+def _term(v, args: Dict[int, str]):
+    """A JSON-able description of an index operand: ["const", v] or ["arg", name, wrap_bits]."""
+    bits = None
+    while True:
+        if id(v) in args:
+            return ["arg", args[id(v)], bits]
+        op = v.op
+        if isinstance(op, ir.ConstantOp) and isinstance(op.value, (int, np.integer)):
+            return ["const", int(op.value)]
+        name = getattr(op, "NAME", "")
+        if name == "arith.trunci":
+            w = v.type.bits
+            bits = w if bits is None else min(bits, w)
+        elif name != "arith.extsi":
+            return None
+        v = op.operands[0]
+
+
+def descriptor_extents(func) -> List[list]:
+    """[param, shape terms, stride terms, "file:line"] for each checkable descriptor of ``func``."""
+    args = {id(a): a.hint for a in func.args}
+    out = []
+    for op in func.body.ops:
+        if not isinstance(op, ir.CreateNdTDescOp) or id(op.base) not in args:
+            continue
+        r = op.rank
+        terms = [_term(v, args) for v in op.operands[1:1 + 2 * r]]
+        if any(t is None for t in terms):
+            continue
+        loc = getattr(op, "loc", None)
+        where = f"{loc.file}:{loc.line}" if loc is not None else "?"
+        out.append([args[id(op.base)], terms[:r], terms[r:], where])
+    return out
+
+
+def _wrap(v: int, bits: Optional[int]) -> int:
+    if bits is None:
+        return v
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _declared_elements(v, name: str) -> Optional[int]:
+    """How many elements from its start the argument ``v`` declares (None: unknown)."""
+    if isinstance(v, np.ndarray):
+        return v.size
+    if isinstance(v, arrays.DeviceArray):
+        shape, strides = v.shape, tuple(s // v.dtype.itemsize for s in v.strides)
+    elif hasattr(v, "__sycl_usm_array_interface__"):
+        _, _, _, shape, strides = arrays.usm_info(v, name)
+    else:
+        return None
+    if any(s == 0 for s in shape):
+        return 0
+    if any(st < 0 for st in strides):
+        return None
+    return 1 + sum((s - 1) * st for s, st in zip(shape, strides))
+
+
+def check(kernel_name: str, extents, values: Dict[str, object]) -> None:
+    """Raise LaunchError if a descriptor's shape and strides reach past its base argument."""
+    for param, shape_t, stride_t, where in extents:
+        def ev(t):
+            if t[0] == "const":
+                return t[1]
+            x = values.get(t[1])
+            return None if x is None or isinstance(x, (float, bool)) else _wrap(int(x), t[2])
+        shape = [ev(t) for t in shape_t]
+        strides = [ev(t) for t in stride_t]
+        if any(x is None for x in shape + strides) or any(s <= 0 for s in shape) or any(s < 0 for s in strides):
+            continue  # empty (never accessed) or not evaluable
+        need = 1 + sum((s - 1) * st for s, st in zip(shape, strides))
+        v = values.get(param)
+        have = _declared_elements(v, param)
+        if have is not None and need > have:
+            dt = getattr(v, "dtype", "")
+            raise LaunchError(f"kernel '{kernel_name}': argument '{param}' holds {have} {dt} elements, but the "
+                              f"tensor descriptor made at {where} (shape {tuple(shape)}, strides {tuple(strides)}) "
+                              f"reaches element {need - 1}; pass a larger buffer or a smaller shape")
