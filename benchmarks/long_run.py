@@ -1,0 +1,128 @@
+"""Long runs: does a process that launches and compiles for hours keep its memory?
+
+    python benchmarks/long_run.py                      # 10,000 launches, 1,000 compilations
+    python benchmarks/long_run.py --launches 200 --compiles 20 --json   # the smoke run of the tests
+
+Three phases, each printing resident memory (VmRSS from /proc/self/status) before and after:
+
+1. ``--launches`` launches of a small kernel on device arrays (the fast path),
+2. ``--launches // 10`` launches with NumPy arguments (a device copy in and out per launch),
+3. ``--compiles`` compilations of distinct specializations (a constexpr varied 1..N), each
+   launched once and checked, with ``XEKERN_CACHE_DIR`` in a fresh temporary directory; then the
+   disk cache's entry count and size, and the LLVM worker's own RSS.
+
+Growth per launch or per compile is what to watch: a leak shows as a steady slope, while the
+first phase's warm-up allocations do not recur.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+
+def rss_kib(pid="self") -> int:
+    """Resident set size in KiB (0 if the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--launches", type=int, default=10_000)
+    ap.add_argument("--compiles", type=int, default=1_000)
+    ap.add_argument("--json", action="store_true", help="print one JSON line at the end")
+    args = ap.parse_args(argv)
+
+    cache_dir = tempfile.mkdtemp(prefix="xekern-long-run-")
+    os.environ["XEKERN_CACHE_DIR"] = cache_dir  # read at each compile, so setting it here is enough
+
+    import numpy as np
+    import xekern as xk
+    from kernels_long_run import add_kernel, scale_kernel
+    from xekern.lowering import llvm as llvm_stage
+    from xekern.runtime.cache import disk_cache, stats
+
+    say = (lambda *a: None) if args.json else print
+    out = {"machine": f"{platform.node()} {os.cpu_count()} cores, {platform.platform()}",
+           "date": time.strftime("%Y-%m-%d"), "launches": args.launches, "compiles": args.compiles}
+
+    n = 4096
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    dx, dy = xk.to_device(x), xk.to_device(x)
+    dout = xk.empty(n, np.float32, queue=dx.queue)
+    grid = (xk.cdiv(n, 1024),)
+    for _ in range(100):  # warm-up: compile, build for the queue, fill the launch caches
+        add_kernel[grid](dx, dy, dout, n, BLOCK=1024)
+    xk.synchronize()
+
+    # 1. device-array launches
+    r0, t0 = rss_kib(), time.perf_counter()
+    for _ in range(args.launches):
+        add_kernel[grid](dx, dy, dout, n, BLOCK=1024)
+    xk.synchronize()
+    dt, r1 = time.perf_counter() - t0, rss_kib()
+    assert np.array_equal(dout.numpy(), 2 * x)
+    out["device_launches"] = dict(rss_before_kib=r0, rss_after_kib=r1, growth_kib=r1 - r0,
+                                  per_launch_bytes=round((r1 - r0) * 1024 / max(1, args.launches), 1),
+                                  us_per_launch=round(dt * 1e6 / max(1, args.launches), 1))
+    say(f"{args.launches} launches on device arrays: RSS {r0} -> {r1} KiB ({r1 - r0:+d} KiB), "
+        f"{out['device_launches']['us_per_launch']} us per launch")
+
+    # 2. NumPy-argument launches (allocate, copy in, launch, wait, copy back)
+    o = np.empty_like(x)
+    m = max(1, args.launches // 10)
+    r0, t0 = rss_kib(), time.perf_counter()
+    for _ in range(m):
+        add_kernel[grid](x, x, o, n, BLOCK=1024)
+    dt, r1 = time.perf_counter() - t0, rss_kib()
+    assert np.array_equal(o, 2 * x)
+    out["numpy_launches"] = dict(count=m, rss_before_kib=r0, rss_after_kib=r1, growth_kib=r1 - r0,
+                                 per_launch_bytes=round((r1 - r0) * 1024 / m, 1),
+                                 us_per_launch=round(dt * 1e6 / m, 1))
+    say(f"{m} launches with NumPy arguments: RSS {r0} -> {r1} KiB ({r1 - r0:+d} KiB), "
+        f"{out['numpy_launches']['us_per_launch']} us per launch")
+
+    # 3. distinct specializations, each compiled, cached on disk, built and launched once
+    compiles0 = stats["compiles"]
+    r0, t0 = rss_kib(), time.perf_counter()
+    checkpoints = []
+    for c in range(1, args.compiles + 1):
+        scale_kernel[grid](dx, dout, n, C=c, BLOCK=1024)
+        if c % max(1, args.compiles // 10) == 0:
+            checkpoints.append((c, rss_kib()))
+            say(f"  {c} compilations: RSS {checkpoints[-1][1]} KiB")
+    xk.synchronize()
+    dt, r1 = time.perf_counter() - t0, rss_kib()
+    assert np.array_equal(dout.numpy(), np.float32(args.compiles) * x)
+    info = disk_cache().info()
+    worker = getattr(llvm_stage._worker, "proc", None)
+    out["compiles_run"] = dict(rss_before_kib=r0, rss_after_kib=r1, growth_kib=r1 - r0,
+                               per_compile_kib=round((r1 - r0) / max(1, args.compiles), 1),
+                               s_per_compile=round(dt / max(1, args.compiles), 3),
+                               compiled=stats["compiles"] - compiles0, memory_cache=len(scale_kernel.cache),
+                               cache_entries=info["entries"], cache_bytes=info["bytes"], cache_dir=cache_dir,
+                               llvm_worker_rss_kib=rss_kib(worker.pid) if worker is not None else None,
+                               checkpoints=checkpoints)
+    say(f"{args.compiles} compilations: RSS {r0} -> {r1} KiB ({r1 - r0:+d} KiB, "
+        f"{out['compiles_run']['per_compile_kib']} KiB each), {out['compiles_run']['s_per_compile']} s each; "
+        f"disk cache {info['entries']} entries, {info['bytes'] / 1024:.0f} KiB in {cache_dir}; "
+        f"LLVM worker RSS {out['compiles_run']['llvm_worker_rss_kib']} KiB")
+    if args.json:
+        print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()

@@ -1,0 +1,21 @@
+"""The long-run benchmark (benchmarks/long_run.py) in miniature, so it cannot rot; the full run is
+``python benchmarks/long_run.py`` (10,000 launches, 1,000 compilations)."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_long_run_benchmark_smoke():
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "long_run.py"), "--launches", "200",
+                        "--compiles", "20", "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    run = out["compiles_run"]
+    assert run["compiled"] == 20 and run["memory_cache"] == 20
+    assert run["cache_entries"] == 21 and run["cache_bytes"] > 0  # 20 specializations + the add kernel
+    assert out["device_launches"]["rss_after_kib"] > 0
+    # launches on device arrays allocate nothing that stays: allow 16 MiB of allocator noise
+    assert out["device_launches"]["growth_kib"] < 16 * 1024, out["device_launches"]
