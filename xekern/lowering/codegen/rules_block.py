@@ -358,13 +358,26 @@ def fused_loads(func: ir.FuncOp, family: str) -> set:
         ok = True
         for r in o.results:
             for u in uses.get(r, []):
-                if not (isinstance(u, ir.DpasOp) and u.operands[0].op is not None and u.operands[1].op is not None
-                        and isinstance(u.operands[0].op, ir.LoadNdOp) and isinstance(u.operands[1].op, ir.LoadNdOp)
+                if not (isinstance(u, ir.DpasOp) and _loaded_as_is(u, 0) and _loaded_as_is(u, 1)
                         and r in u.operands[:2] and u.attrs["tiles"][-1].layout.lane_data == (1, 1)):
                     ok = False
         if ok and any(uses.get(r) for r in o.results):
             fused.add(o)
     return fused
+
+
+def _loaded_as_is(dpas: ir.DpasOp, i: int) -> bool:
+    """Whether DPAS operand ``i`` is the result of a 2-D load in the very tile the DPAS reads. A
+    transpose between them (``xl.dot(a, b.T)``) is free at lane level and leaves no op behind,
+    only the load's own tile (``lane_layout = [16, 1]`` where DPAS reads ``[1, 16]``): reading
+    such an operand from memory at the DPAS's coordinates would read it untransposed."""
+    v = dpas.operands[i]
+    load = v.op
+    if not isinstance(load, ir.LoadNdOp):
+        return False
+    tiles = load.attrs.get("tiles", ())
+    k = list(load.results).index(v)
+    return k < len(tiles) and tiles[k] == dpas.attrs["tiles"][i]
 
 
 @rule(ir.LoadNdOp)
@@ -422,8 +435,8 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     b = cg.b
     a_cache = {}
-    from_memory = _operand_reader(cg, op.operands[0]) if cg.family == "cpu" else None
-    if from_memory is not None and tc.layout.lane_data == (1, 1):
+    from_memory = _operand_reader(cg, op.operands[0]) if cg.family == "cpu" and _loaded_as_is(op, 0) else None
+    if from_memory is not None and tc.layout.lane_data == (1, 1) and _loaded_as_is(op, 1):
         read_b = _operand_reader(cg, op.operands[1])
         if read_b is not None:
             return _dpas_from_memory(cg, op, ta, tb, tc, from_memory, read_b)
