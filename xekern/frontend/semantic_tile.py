@@ -258,10 +258,13 @@ class TileSemantic:
     def dot(self, a, b, acc=None, out_dtype=None, input_precision=None) -> tensor:
         """``xl.dot(a, b, acc)``: a DPAS matrix product, f32 accumulation (int32 for 8-bit ints)."""
         a, b = self.to_tensor(a), self.to_tensor(b)
-        if len(a.shape) != 2 or len(b.shape) != 2:
-            raise SemanticError(f"dot multiplies 2-D tiles, got shapes {list(a.shape)} and {list(b.shape)}")
-        if a.shape[1] != b.shape[0]:
+        if not (len(a.shape) == len(b.shape) and len(a.shape) in (2, 3)):
+            raise SemanticError(f"dot multiplies 2-D tiles, or 3-D tiles with a leading batch dimension, got "
+                                f"shapes {list(a.shape)} and {list(b.shape)}")
+        if a.shape[-1] != b.shape[-2]:
             raise SemanticError(f"dot: inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
+        if a.shape[:-2] != b.shape[:-2]:
+            raise SemanticError(f"dot: batch dimensions differ: {list(a.shape)} x {list(b.shape)}")
         ea, eb = a.dtype, b.dtype
         if ea != eb and not ({ea, eb} <= {T.int8, T.uint8}):
             raise SemanticError(f"dot operands must share a dtype, got {ea.user_name} and {eb.user_name}")
@@ -269,7 +272,7 @@ class TileSemantic:
             raise SemanticError(f"dot does not support {ea.user_name} operands "
                                 f"(bfloat16, float16, float32 (tf32), int8, uint8)")
         acc_dt = unwrap(out_dtype) or self._DOT_ACC[ea]
-        shape = (a.shape[0], b.shape[1])
+        shape = a.shape[:-1] + (b.shape[-1],)
         if acc is not None:
             acc = self.to_tensor(acc)
             if acc.shape != shape:

@@ -332,12 +332,14 @@ class DpasOp(Op):
             raise IRError(f"A and B must share an element type, got {a.elem} and {b.elem}", self)
         if self.acc is not None and self.acc.type != r:
             raise IRError(f"accumulator {self.acc.type} must have the result type {r}", self)
-        if a.layout is not None or a.rank == 2:
-            if a.rank != 2 or b.rank != 2 or r.rank != 2:
-                raise IRError("dpas multiplies 2-D tiles", self)
-            (m, k), (k2, n) = a.shape, b.shape
-            if k != k2 or r.shape != (m, n):
-                raise IRError(f"shapes {a.shape} x {b.shape} -> {r.shape} do not multiply", self)
+        if a.layout is None and a.rank < 2:
+            return  # lane level: each operand is a lane's slots
+        if not (a.rank == b.rank == r.rank and a.rank in (2, 3)):
+            raise IRError("dpas multiplies 2-D tiles, or 3-D tiles with a leading batch dimension "
+                          "(multi_mma: [B, M, K] x [B, K, N] -> [B, M, N])", self)
+        (*ba, m, k), (*bb, k2, n) = a.shape, b.shape
+        if k != k2 or ba != bb or tuple(r.shape) != tuple(ba) + (m, n):
+            raise IRError(f"shapes {a.shape} x {b.shape} -> {r.shape} do not multiply", self)
 
 
 # ---- shared local memory --------------------------------------------------------------------

@@ -189,11 +189,20 @@ class Splitter(Rewriter):
         sc = self._split_of(op.result, op)
         ap, bp = self.all(a), self.all(b)
         cp = self.all(op.acc) if op.acc is not None else None
-        gm, gk = sa.grid
-        gk2, gn = sb.grid
-        if gk != gk2 or sc.grid != (gm, gn):
+        *ga, gm, gk = sa.grid
+        *gb, gk2, gn = sb.grid
+        if gk != gk2 or ga != gb or sc.grid != tuple(ga) + (gm, gn):
             raise PassError(f"{self.NAME}: dpas operand pieces do not line up: A {sa.grid}, B {sb.grid}, "
                             f"C {sc.grid}", op)
+        lead = len(ga)
+        pa, pb, pc = sa.piece_type, sb.piece_type, sc.piece_type
+        if lead and all(s == 1 for s in pa.shape[:lead]):
+            # multi_mma: each piece is one matrix of the batch, multiplied as the 2-D tile it is
+            return [[self._batched_piece(op, cp, lambda k: ap[sa.index(idx[:lead] + (idx[lead], k))],
+                                         lambda k: bp[sb.index(idx[:lead] + (k, idx[lead + 1]))],
+                                         sc.index(idx), gk, pa, pb, pc) for idx in sc.indices()]]
+        if lead:
+            raise PassError(f"{self.NAME}: batched dpas pieces must hold one matrix of the batch, got {pa}", op)
         out = []
         for i, j in sc.indices():
             acc = cp[sc.index((i, j))] if cp is not None else None
@@ -203,6 +212,21 @@ class Splitter(Rewriter):
                 acc = new.result
             out.append(acc)
         return [out]
+
+    def _batched_piece(self, op, cp, a_at, b_at, ci, gk, pa, pb, pc) -> Value:
+        """One batch matrix: shape_cast the unit batch dimension away, chain 2-D DPAS over K, cast back."""
+        from .layouts import drop_lead
+        lead = pa.rank - 2
+
+        def flat(v, t):
+            return self.b(ir.ShapeCastOp, v, t.with_shape(t.shape[lead:]).with_layout(drop_lead(t.layout, lead)))
+        c2 = pc.with_shape(pc.shape[lead:]).with_layout(drop_lead(pc.layout, lead))
+        acc = flat(cp[ci], pc) if cp is not None else None
+        for k in range(gk):
+            new = self.b.create(ir.DpasOp, flat(a_at(k), pa), flat(b_at(k), pb), acc, c2)
+            new.attrs.update(op.attrs)
+            acc = new.result
+        return self.b(ir.ShapeCastOp, acc, pc)
 
     def rule_create_nd_tdesc(self, op: ir.CreateNdTDescOp):
         new = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [self.nd_tdesc_type(op.result.type)]))

@@ -184,6 +184,31 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
     return la, lb, lc
 
 
+def batched_dpas_layouts(target: Target, elem: DType, B: int, M: int, N: int, K: int, G: int):
+    """Layouts of a batched product (``multi_mma``, seed 002) A [B, M, K] x B [B, K, N] -> C [B, M, N]:
+    ``min(B, G)`` subgroup groups along the batch, each owning one matrix at a time (``sg_data = 1``,
+    round-robin over the batch), and the 2-D DPAS layouts of the remaining subgroups inside."""
+    gb = min(B, G)
+    la, lb, lc = dpas_layouts(target, elem, M, N, K, G // gb)
+
+    def lead(l: Layout) -> Layout:
+        return Layout(sg_layout=(gb,) + l.sg_layout, sg_data=(1,) + l.sg_data,
+                      inst_data=(1,) + l.inst_data if l.inst_data is not None else None,
+                      lane_layout=(1,) + l.lane_layout, lane_data=(1,) + l.lane_data,
+                      order=tuple(d + 1 for d in l.dim_order) + (0,))
+    return lead(la), lead(lb), lead(lc)
+
+
+def drop_lead(layout: Layout, n: int = 1) -> Layout:
+    """``layout`` without its ``n`` leading dimensions (of size 1 in a piece): the layout of a batched
+    DPAS piece as the 2-D tile it is."""
+    def cut(field):
+        return field[n:] if field is not None else None
+    return Layout(sg_layout=cut(layout.sg_layout), sg_data=cut(layout.sg_data), inst_data=cut(layout.inst_data),
+                  lane_layout=cut(layout.lane_layout), lane_data=cut(layout.lane_data),
+                  order=tuple(d - n for d in layout.dim_order if d >= n))
+
+
 def _fma_dot_layouts(target: Target, M: int, N: int, K: int, G: int):
     """Layouts of a dot done with FMAs over whole subgroup tiles (no instruction blocks): lanes
     along C's columns, A and B laid out the same way (the CPU reads them from memory)."""

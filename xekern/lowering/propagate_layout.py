@@ -20,8 +20,8 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..ir.types import TensorDescType, VectorType
-from .layouts import (chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice, nd_layout,
-                      permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
+from .layouts import (batched_dpas_layouts, chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice,
+                      nd_layout, permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp)
@@ -211,9 +211,11 @@ class PropagateLayout(Rewriter):
             op.attrs["layout"] = prefetch_layout(t.shape, t.elem, self.target, self.G)
         if isinstance(op, ir.DpasOp):
             a, b = op.operands[0], op.operands[1]
-            (m, k), (_, n) = a.type.shape, b.type.shape
+            *batch, m, k = a.type.shape
+            n = b.type.shape[-1]
             try:
-                la, lb, lc = dpas_layouts(self.target, a.type.elem, m, n, k, self.G)
+                la, lb, lc = batched_dpas_layouts(self.target, a.type.elem, batch[0], m, n, k, self.G) if batch \
+                    else dpas_layouts(self.target, a.type.elem, m, n, k, self.G)
             except LayoutError as e:
                 raise PassError(f"dot of {a.type.elem.user_name} on {self.target.name}: {e}", op) from None
             self.required[(op, 0)], self.required[(op, 1)] = la, lb
