@@ -239,8 +239,15 @@ def e_global_stmt(x_ptr):
 
 @xk.jit
 def e_min_tensor(x_ptr):
-    v = xl.load(x_ptr)
-    xl.store(x_ptr, min(v, 2.0))
+    v = xl.load(x_ptr + xl.arange(0, 16))
+    xl.store(x_ptr, min(v))
+
+
+@xk.jit
+def e_assume_tile(x_ptr):
+    offs = xl.arange(0, 16)
+    xl.assume(offs < 16)
+    xl.store(x_ptr + offs, 1.0)
 
 
 @xk.jit
@@ -256,6 +263,44 @@ def e_bad_cast(x_ptr):
 @xk.jit
 def e_bitwise_float(x_ptr):
     xl.store(x_ptr, xl.load(x_ptr) & 1)
+
+
+@xk.jit
+def k_python_min_max(x_ptr, o_ptr, n, LIMIT: xl.constexpr):
+    offs = xl.arange(0, 16)
+    x = xl.load(x_ptr + offs)
+    xl.store(o_ptr + offs, max(x, 0.5, LIMIT))    # a tile and two constants: one maxnumf
+    xl.store(o_ptr, min(n, LIMIT, 7, n * 2).to(xl.float32))  # scalars: constants fold to 3
+    xl.store(o_ptr + 1, min(LIMIT, 9) * 1.0)      # all constexpr: Python's min
+
+
+def test_python_min_max_on_runtime_values_are_minimum_and_maximum():
+    text = wg_ir(k_python_min_max, x_ptr=P(F32), o_ptr=P(F32), n=I32, LIMIT=3)
+    check(text, r"arith.constant 3.0 : f32", r"arith.maxnumf %\d+, %\d+ : vector<16xf32>",
+          r"arith.muli %n", r"arith.constant 3 : i32", r"arith.minsi %\d+, %n", r"arith.minsi")
+    assert text.count("arith.maxnumf") == 1 and text.count("arith.minsi") == 2
+
+
+@xk.jit
+def k_assume(x_ptr, n, stride):
+    xl.assume(n > 0)
+    xl.assume(stride >= 1)
+    xl.assume(True)
+    xl.store(x_ptr + stride, n)
+
+
+@xk.jit
+def k_no_assume(x_ptr, n, stride):
+    xl.store(x_ptr + stride, n)
+
+
+def test_assume_is_checked_and_emits_nothing():
+    sig = dict(x_ptr=P(I32), n=I32, stride=I32)
+    ops = lambda k: [ln.split("=")[-1].split()[0] for ln in wg_ir(k, **sig).splitlines() if " = " in ln]  # noqa
+    extra = list(ops(k_assume))
+    for op in ops(k_no_assume):
+        extra.remove(op)
+    assert sorted(extra) == ["arith.cmpi"] * 2 + ["arith.constant"] * 2  # only the (dead) conditions
 
 
 ERRORS = [
@@ -275,7 +320,8 @@ ERRORS = [
     (e_mask_dtype, "mask=offs", "mask must be a boolean tile"),
     (e_global_list, "GLOBAL_LIST", "global 'GLOBAL_LIST' is a list"),
     (e_global_stmt, "global GLOBAL_LIST", "global statements are not supported"),
-    (e_min_tensor, "min(v, 2.0)", "Python's min() works on compile-time values only; use xl.minimum"),
+    (e_min_tensor, "min(v)", "min() of one runtime value: use xl.min(x, axis) to reduce a tile"),
+    (e_assume_tile, "xl.assume(offs < 16)", "xl.assume needs a scalar boolean condition"),
     (e_not_pow2, "xl.arange(0, 12)", "must be a positive power of 2"),
     (e_bad_cast, ".to(\"float32\")", "to() needs an xl dtype"),
     (e_bitwise_float, "& 1", "bitwise 'and' needs integer operands"),

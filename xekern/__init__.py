@@ -18,7 +18,8 @@ from .ir.layout import Layout, SliceLayout  # noqa: E402
 from .ir.types import PointerType  # noqa: E402
 from .runtime.arrays import DeviceArray, empty, to_device  # noqa: E402
 from .runtime.device import synchronize, target_for  # noqa: E402
-from .runtime.jit import JITFunction, Launch, cdiv, jit  # noqa: E402
+from .runtime.jit import CompiledKernel, JITFunction, Launch, cdiv, jit, next_power_of_2  # noqa: E402
+from .runtime.allocator import set_allocator  # noqa: E402
 from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402
 from . import testing  # noqa: E402
 from .targets import TARGETS as targets  # noqa: E402
@@ -34,6 +35,7 @@ def pointer(dtype, space: str = "global") -> PointerType:
     return PointerType(dtype, space)
 
 
-__all__ = ["jit", "JITFunction", "autotune", "Config", "Autotuner", "testing", "Launch", "cdiv", "CompilationError", "LaunchError", "XekernError",
+__all__ = ["jit", "JITFunction", "autotune", "Config", "Autotuner", "testing", "Launch", "CompiledKernel", "cdiv",
+           "next_power_of_2", "set_allocator", "CompilationError", "LaunchError", "XekernError",
            "CacheWarning", "Layout", "SliceLayout", "DeviceArray", "to_device", "empty", "synchronize",
            "targets", "target_for", "layouts", "Target", "get_target", "pointer", "language", "knobs", "__version__"]

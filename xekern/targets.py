@@ -19,6 +19,14 @@ from .ir import types as T
 from .ir.types import DType
 
 
+class TargetError(ValueError):
+    """A target record breaks a hardware rule (its message names the record and the rule)."""
+
+
+# bits per DPAS operand element, by the dtype names of ``Target.dpas``
+_DPAS_BITS = {"bf16": 16, "f16": 16, "tf32": 32, "i8": 8, "ui8": 8}
+
+
 @dataclass(frozen=True)
 class DpasShape:
     """One DPAS instruction: ``[m x k] @ [k x n]``; ``m`` is the repeat count (1..8)."""
@@ -82,14 +90,48 @@ class Target:
     merge_block2d: bool = False
 
     peak_tflops_bf16: Optional[float] = None
+    # lower-case substrings of the driver's device name that identify this family (``target_for``)
+    device_names: Tuple[str, ...] = ()
     notes: str = ""
 
     def __post_init__(self):
-        assert self.sg_size in self.sub_group_sizes, f"{self.name}: sg_size not supported"
-        for d, s in self.dpas.items():
-            assert s.n == self.sg_size or self.kind == "cpu", f"{self.name}: DPAS N must equal the sub-group size"
-            assert 1 <= s.m <= 8, f"{self.name}: DPAS repeat count is 1..8"
-        assert self.slm_bytes > 0 and self.max_workgroup_size >= self.sg_size
+        for problem in self.problems():
+            raise TargetError(f"target {self.name!r}: {problem}")
+
+    def problems(self):
+        """The record's self-checks: the hardware rules every figure must obey (each names its source)."""
+        pow2 = lambda n: n > 0 and n & (n - 1) == 0  # noqa: E731
+        if self.kind not in ("gpu", "cpu"):
+            yield f"kind is {self.kind!r}, not 'gpu' or 'cpu'"
+        if not all(pow2(s) for s in self.sub_group_sizes) or self.sg_size not in self.sub_group_sizes:
+            yield f"sg_size {self.sg_size} is not among the power-of-2 sub_group_sizes {self.sub_group_sizes}"
+        for d, sh in self.dpas.items():
+            if d not in _DPAS_BITS:
+                yield f"DPAS operand type {d!r} is not one of {', '.join(_DPAS_BITS)}"
+                continue
+            if sh.n != self.sg_size and self.kind != "cpu":
+                yield f"DPAS N ({sh.n}) must equal the sub-group size {self.sg_size} (one column per lane)"
+            if not 1 <= sh.m <= 8:
+                yield f"DPAS repeat count M is 1..8, got {sh.m} for {d}"
+            if sh.k * _DPAS_BITS[d] != 256:  # systolic depth 8 x 32-bit (MLIR XeGPU uArch, HARDWARE.md)
+                yield f"DPAS K for {d} must be 256 bits of operand ({256 // _DPAS_BITS[d]}), got {sh.k}"
+        for b in self.block2d:
+            if b.max_width * b.ebytes > 64 or b.max_width_x_array * b.ebytes > 64:
+                yield f"2D block rows are at most 64 bytes (HARDWARE.md), {b.ebytes}-byte row is wider"
+            if not 1 <= b.max_height <= 32 or b.max_array not in (1, 2, 4):
+                yield f"2D block height is 1..32 and array length 1, 2 or 4; got {b}"
+        if self.grf_bytes not in (32, 64) or not set(self.grf_modes) <= {128, 256} or not self.grf_modes:
+            yield f"GRF is 32 or 64 bytes per register and 128 or 256 registers, got {self.grf_bytes} x {self.grf_modes}"
+        if self.slm_bytes <= 0 or self.slm_bytes % 1024:
+            yield f"SLM size {self.slm_bytes} must be a positive number of KiB"
+        if not pow2(self.max_workgroup_size) or self.max_workgroup_size < self.sg_size:
+            yield f"max_workgroup_size {self.max_workgroup_size} must be a power of 2 of at least one sub-group"
+        if not 0 <= self.named_barriers <= 32:
+            yield f"named barriers per workgroup are 0..32 (Xe-HPC has 32), got {self.named_barriers}"
+        if self.kind == "gpu" and (self.xe_cores <= 0 or not self.ocloc_device or not self.iga_platform):
+            yield "a GPU record needs xe_cores, ocloc_device and iga_platform (for the offline ISA checks)"
+        if self.kind == "cpu" and self.model is None:
+            yield "a CPU record names the GPU whose lane-level code it runs (model=)"
 
     @property
     def has_dpas(self) -> bool:
@@ -140,6 +182,9 @@ PVC = Target(
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
     iga_platform="12p72", peak_tflops_bf16=839.0,
+    device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
+    # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide
+    # (Xe-HPC); 128/256 GRF modes, 32 named barriers, 2 x 64 Xe cores (Max 1550): HARDWARE.md
     notes="2 stacks x 64 Xe cores, 1.6 GHz, 512 KiB L1/SLM per Xe core (HARDWARE.md)")
 
 BMG = Target(
@@ -147,13 +192,18 @@ BMG = Target(
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
     iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True, merge_block2d=True,
+    device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg"),
+    # Xe2 keeps Xe-HPC's DPAS (N=16) and 2D block tables (MLIR XeGPU uArch Xe2 table); 20 Xe2 cores and
+    # 116.7 TFLOP/s bf16: Intel Arc B580 specification (HARDWARE.md)
     notes="20 Xe2 cores, 456 GB/s; needs a driver newer than this workplace's IGC 12504")
 
 DG2 = Target(
     name="dg2", arch="Xe-HPG (Arc A770 / Flex)", sg_size=8, sub_group_sizes=(8, 16, 32),
     dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,), slm_bytes=64 * 1024,
     max_workgroup_size=1024, named_barriers=0, xe_cores=32, kind="gpu", ocloc_device="dg2-g10",
-    iga_platform="12p71",
+    iga_platform="12p71", device_names=("arc(tm) a", "arc a", "dg2", "flex", "alchemist"),
+    # SIMD8 DPAS and no tf32 (measured with IGC 12504, HARDWARE.md); 64 KiB SLM and 32 Xe cores (A770):
+    # Intel Arc A-series specification; named barriers are emulated by the driver (HARDWARE.md)
     notes="8-wide DPAS, no 2D block IO (1D block reads / gathers instead), named barriers emulated")
 
 CPU = Target(
@@ -170,6 +220,36 @@ CPU8 = Target(
     notes="runs DG2's lane-level code (8-wide DPAS emulated; no 2D block IO, like DG2)")
 
 TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, BMG, DG2, CPU, CPU8)}
+
+
+def register_target(t: Target, replace: bool = False) -> Target:
+    """Add a record to ``TARGETS`` (``xk.targets``): a new GPU is one record. It checked itself when
+    it was built; ``target_for`` picks it for devices whose name contains one of its ``device_names``.
+
+        >>> import dataclasses, xekern as xk
+        >>> t = xk.register_target(dataclasses.replace(xk.targets["pvc"], name="max1100", xe_cores=56,
+        ...                                            device_names=("gpu max 1100",)))   # doctest: +SKIP
+    """
+    if not isinstance(t, Target):
+        raise TypeError(f"register_target takes a Target record, got {type(t).__name__}")
+    if t.name in TARGETS and not replace:
+        raise TargetError(f"target {t.name!r} already exists (pass replace=True to replace it)")
+    TARGETS[t.name] = t
+    return t
+
+
+def match_device(name: str, is_cpu: bool, sub_group_sizes: Tuple[int, ...] = ()) -> Optional[Target]:
+    """The record of a device described by its driver name (``device_names``, the most specific match
+    first), or None. The CPU device is ``cpu``; an unknown GPU with only 8-wide sub-groups is ``dg2``."""
+    if is_cpu:
+        return TARGETS["cpu"]
+    n = (name or "").lower()
+    hits = [(len(k), t) for t in TARGETS.values() if t.kind == "gpu" for k in t.device_names if k in n]
+    if hits:
+        return max(hits, key=lambda h: h[0])[1]
+    if 8 in sub_group_sizes and 16 not in sub_group_sizes:
+        return TARGETS["dg2"]
+    return None
 
 
 def get_target(name: str) -> Target:

@@ -756,12 +756,29 @@ class CodeGenerator(ast.NodeVisitor):
                 return self.sem.device_print(" ".join(str(v) for v in vals if isinstance(v, str)),
                                              *[v for v in vals if not isinstance(v, str)])
             raise self.error(node, "print is not supported in kernels; use xl.device_print")
+        if fn in (min, max) and not kwargs and any(isinstance(v, base_value) for v in vals):
+            return self.python_minmax(fn, vals, node)
         if any(isinstance(v, base_value) for v in vals + [unwrap(v) for v in kwargs.values()]):
-            hint = {"min": "xl.minimum", "max": "xl.maximum", "abs": "xl.abs", "float": ".to(xl.float32)",
-                    "int": ".to(xl.int32)"}.get(fn.__name__)
+            hint = {"abs": "xl.abs", "float": ".to(xl.float32)", "int": ".to(xl.int32)"}.get(fn.__name__)
             raise self.error(node, f"Python's {fn.__name__}() works on compile-time values only"
                                    + (f"; use {hint} on tensors" if hint else ""))
         return fn(*vals, **{k: unwrap(v) for k, v in kwargs.items()})
+
+    def python_minmax(self, fn, vals, node):
+        """``min(a, b, ...)`` / ``max`` with runtime operands: Triton's ``xl.minimum`` / ``xl.maximum``
+        chained over the operands, after folding the compile-time ones together."""
+        if len(vals) == 1:
+            raise self.error(node, f"{fn.__name__}() of one runtime value: use xl.{fn.__name__}(x, axis) to "
+                                   f"reduce a tile")
+        consts = [v for v in vals if not isinstance(v, base_value)]
+        for v in consts:
+            if not isinstance(v, (int, float)):
+                raise self.error(node, f"{fn.__name__}() takes numbers and tensors, got {type(v).__name__} {v!r}")
+        acc = fn(consts) if consts else None
+        for v in vals:
+            if isinstance(v, base_value):
+                acc = v if acc is None else self.sem.minmax(fn.__name__, acc, v)
+        return acc
 
     def call_jit(self, jit, args, kwargs, node):
         """Inline a call to another @xk.jit function."""

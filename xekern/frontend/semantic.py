@@ -332,6 +332,22 @@ class ArithSemantic:
             raise SemanticError(f"'{opname}' on tiles is ambiguous; use '&' or '|' for elementwise logic")
         return self.binary(opname, self.cast(ta, T.int1), self.cast(tb, T.int1))
 
+    def assume(self, cond) -> None:
+        """``xl.assume(cond)``: a promise that the scalar ``cond`` holds. Nothing is emitted: the
+        condition is checked for its type and dropped (unused IR is removed with it), which is
+        always correct; LLVM and IGC derive the facts Triton passes through ``llvm.assume``
+        (non-negative ids and strides) from the values themselves."""
+        c = unwrap(cond)
+        if not isinstance(c, tensor):
+            if isinstance(c, (bool, int)) and not c:
+                raise SemanticError("xl.assume(cond): cond is False at compile time")
+            if not isinstance(c, (bool, int)):
+                raise SemanticError(f"xl.assume needs a boolean condition, got {type(c).__name__} {c!r}")
+            return None
+        if c.is_tile or isinstance(c.dtype, PointerType) or not (c.dtype.is_bool or c.dtype.is_int):
+            raise SemanticError(f"xl.assume needs a scalar boolean condition, got {c!r}")
+        return None
+
     def where(self, cond, a, b) -> tensor:
         ua, ub = unwrap(a), unwrap(b)
         c = self.to_tensor(cond)

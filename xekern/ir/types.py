@@ -128,6 +128,11 @@ class PointerType(Type):
     elem: DType
     space: str = "global"
 
+    @property
+    def element_ty(self) -> DType:
+        """Triton's spelling of ``elem``: ``out_ptr.dtype.element_ty``."""
+        return self.elem
+
     def __str__(self) -> str:
         sp = "" if self.space == "global" else f", {self.space}"
         return f"!xegpu.ptr<{self.elem}{sp}>"

@@ -123,6 +123,14 @@ def where(condition, x, y, _sem=None):
     return _sem.where(condition, x, y)
 
 
+@builtin
+def assume(cond, _sem=None):
+    """Promise the compiler that the scalar ``cond`` is true (Triton's ``tl.assume``). It is accepted
+    and checked to be a scalar condition, and emits nothing: a false assumption changes no result.
+    ``xl.assume(stride_am > 0)``"""
+    return _sem.assume(cond)
+
+
 # ---- shapes ------------------------------------------------------------------------------------
 
 @builtin

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 
 from .. import knobs
 from ..errors import LaunchError
-from ..targets import TARGETS, Target
+from ..targets import TARGETS, Target, match_device
 
 _lock = threading.Lock()
 _dpctl = None
@@ -140,18 +140,9 @@ def target_for(device=None) -> Target:
             raise LaunchError(f"XEKERN_TARGET={name!r} is not a target; known: {', '.join(TARGETS)}")
         return TARGETS[name]
     d = as_device(device)
-    if d.is_cpu:
-        return TARGETS["cpu"]
-    n = (d.name or "").lower()
-    if any(k in n for k in ("max 1", "data center gpu max", "ponte vecchio", "pvc")):
-        return TARGETS["pvc"]
-    if any(k in n for k in ("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg")):
-        return TARGETS["bmg"]
-    if any(k in n for k in ("arc(tm) a", "arc a", "dg2", "flex", "alchemist")):
-        return TARGETS["dg2"]
-    sg = tuple(d.sub_group_sizes or ())
-    if 8 in sg and 16 not in sg:
-        return TARGETS["dg2"]
+    t = match_device(d.name, d.is_cpu, tuple(d.sub_group_sizes or ()))
+    if t is not None:
+        return t
     raise LaunchError(f"xekern has no target record for device {d.name!r}; set XEKERN_TARGET to the "
                       f"closest of {', '.join(t for t in TARGETS if TARGETS[t].kind == 'gpu')}")
 

@@ -42,6 +42,13 @@ def cdiv(x: int, y: int) -> int:
     return -(-x // y)
 
 
+def next_power_of_2(n: int) -> int:
+    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), like ``triton.next_power_of_2``:
+    ``BLOCK_SIZE = xk.next_power_of_2(n_cols)``."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
 class Param:
     __slots__ = ("name", "index", "is_constexpr", "default", "has_default")
 
@@ -67,6 +74,19 @@ class CompiledKernel:
         self._asm = asm
         self._rebuild = rebuild
         self._kernels: Dict[Any, Any] = {}
+        self._launcher = None  # (jit, key, launch options) once warmup returned this kernel
+
+    def bind_launcher(self, jit: "JITFunction", key, overrides: Dict[str, Any]) -> None:
+        self._launcher = (jit, key, overrides)
+
+    def __getitem__(self, grid):
+        """Launch this specialization as Triton's ``CompiledKernel`` does: every parameter positionally,
+        constexprs included. ``k = f.warmup(x, n, BLOCK=64, grid=(1,)); k[(g,)](x, n, 64)``"""
+        if self._launcher is None:
+            raise LaunchError(f"kernel '{self.name}' can be launched by grid only when it came from "
+                              f"JITFunction.warmup(); launch the @xk.jit function instead")
+        jit, key, overrides = self._launcher
+        return lambda *args, **kwargs: jit.run_compiled(self, key, overrides, grid, args, kwargs)
 
     @property
     def asm(self) -> Asm:
@@ -542,6 +562,26 @@ class JITFunction:
         if ck is None:
             ck = self.compiled(key, lambda: self.signature(values, runtime), options)
         self.last = ck
+        return self._submit(ck, grid, values, runtime, queue)
+
+    def _interpret(self, grid, values: list, overrides: Dict[str, Any]) -> Launch:
+        """Run on the host with NumPy. No SYCL device is needed: the target is ``target=`` /
+        ``XEKERN_TARGET``, else the queue's device if one is given, else the ``cpu`` record; and
+        ``device_print`` / ``device_assert`` always run (as in Triton's interpreter)."""
+        from ..interpreter import interpret_launch
+        name = overrides.get("target") or self.target or knobs.target()
+        queue = overrides.get("queue")
+        if name is not None:
+            target = get_target(name) if isinstance(name, str) else name
+        elif queue is not None:
+            target = dev.target_for(queue.sycl_device)
+        else:
+            target = get_target("cpu")
+        options = self.options(dict(overrides, debug=True), target)
+        key, runtime = self.specialize(values, options)
+        return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
+
+    def _submit(self, ck: CompiledKernel, grid, values: list, runtime, queue) -> Launch:
         g = _check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
         copies: List[_NumpyCopy] = []
@@ -567,23 +607,6 @@ class JITFunction:
                 c.copy_back()
         return Launch(ck, event)
 
-    def _interpret(self, grid, values: list, overrides: Dict[str, Any]) -> Launch:
-        """Run on the host with NumPy. No SYCL device is needed: the target is ``target=`` /
-        ``XEKERN_TARGET``, else the queue's device if one is given, else the ``cpu`` record; and
-        ``device_print`` / ``device_assert`` always run (as in Triton's interpreter)."""
-        from ..interpreter import interpret_launch
-        name = overrides.get("target") or self.target or knobs.target()
-        queue = overrides.get("queue")
-        if name is not None:
-            target = get_target(name) if isinstance(name, str) else name
-        elif queue is not None:
-            target = dev.target_for(queue.sycl_device)
-        else:
-            target = get_target("cpu")
-        options = self.options(dict(overrides, debug=True), target)
-        key, runtime = self.specialize(values, options)
-        return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
-
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching."""
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
@@ -593,7 +616,30 @@ class JITFunction:
         options = self.options(overrides, target)
         key, runtime = self.specialize(values, options)
         self.last = self.compiled(key, lambda: self.signature(values, runtime), options)
+        self.last.bind_launcher(self, key, overrides)
         return self.last
+
+    def run_compiled(self, ck: CompiledKernel, key, overrides: Dict[str, Any], grid, args, kwargs) -> Launch:
+        """``ck[grid](*args)``: launch the specialization ``warmup`` returned, with arguments that
+        must specialize to it (same dtypes and constexpr values)."""
+        overrides = dict(overrides)
+        if "queue" in kwargs and "queue" not in self.by_name:
+            overrides["queue"] = kwargs.pop("queue")
+        values = self.bind(args, kwargs)
+        if self.interpret:
+            return self._interpret(grid, values, overrides)
+        queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
+        target = self.target_for_queue(queue, overrides.get("target"))
+        options = self.options(overrides, target)
+        got, runtime = self.specialize(values, options)
+        if got != key:
+            show = lambda p, part: repr(part[1] if p.is_constexpr else part)  # noqa: E731
+            diff = [f"{p.name}: compiled for {show(p, want)}, got {show(p, have)}"
+                    for p, want, have in zip(self.params, key[0], got[0]) if want != have]
+            raise LaunchError(f"the compiled kernel '{self.__name__}' was specialized for other arguments ("
+                              f"{'; '.join(diff) or 'options differ'}); launch {self.__name__}[grid](...) "
+                              f"to compile for these")
+        return self._submit(ck, grid, values, runtime, queue)
 
     def compile_offline(self, signature: Dict[str, Any], target: str, num_subgroups: Optional[int] = None,
                         **opts) -> Compiled:
