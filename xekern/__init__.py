@@ -23,7 +23,7 @@ from .runtime.allocator import set_allocator  # noqa: E402
 from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402
 from . import testing  # noqa: E402
 from .targets import TARGETS as targets  # noqa: E402
-from .targets import Target, get_target  # noqa: E402
+from .targets import Target, get_target, register_target  # noqa: E402
 
 from .lowering import llvm as _llvm  # noqa: E402
 
@@ -38,4 +38,4 @@ def pointer(dtype, space: str = "global") -> PointerType:
 __all__ = ["jit", "JITFunction", "autotune", "Config", "Autotuner", "testing", "Launch", "CompiledKernel", "cdiv",
            "next_power_of_2", "set_allocator", "CompilationError", "LaunchError", "XekernError",
            "CacheWarning", "Layout", "SliceLayout", "DeviceArray", "to_device", "empty", "synchronize",
-           "targets", "target_for", "layouts", "Target", "get_target", "pointer", "language", "knobs", "__version__"]
+           "targets", "target_for", "layouts", "Target", "get_target", "register_target", "pointer", "language", "knobs", "__version__"]

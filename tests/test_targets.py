@@ -1,0 +1,80 @@
+"""Targets as data (issue 7, seed 002): the records check themselves, a device maps to its record
+by name, and a new GPU is one record that the whole pipeline compiles for (offline ISA included)."""
+import dataclasses
+
+import pytest
+
+import xekern as xk
+import xekern.language as xl
+from xekern.targets import DpasShape, TargetError, match_device, register_target
+
+FIELDS = ("arch", "sub_group_sizes", "dpas", "block2d", "max_workgroup_size", "slm_bytes", "grf_modes",
+          "named_barriers", "xe_cores")
+
+
+@pytest.mark.parametrize("name", list(xk.targets))
+def test_every_record_has_every_field_and_passes_its_checks(name):
+    t = xk.targets[name]
+    for f in FIELDS:
+        assert getattr(t, f) is not None, f
+    assert list(t.problems()) == []
+    if t.kind == "gpu":
+        assert t.xe_cores > 0 and t.device_names and t.ocloc_device and t.iga_platform
+        assert t.dpas_shape(xl.bfloat16).n == t.sg_size
+
+
+@pytest.mark.parametrize("change,rule", [
+    (dict(dpas={"bf16": DpasShape(8, 8, 16)}), "DPAS N"),
+    (dict(dpas={"bf16": DpasShape(9, 16, 16)}), "repeat count"),
+    (dict(dpas={"bf16": DpasShape(8, 16, 32)}), "256 bits"),
+    (dict(sg_size=8), "sub_group_sizes"),
+    (dict(grf_modes=(192,)), "GRF"),
+    (dict(named_barriers=64), "named barriers"),
+    (dict(max_workgroup_size=1000), "power of 2"),
+    (dict(ocloc_device=None), "ocloc_device"),
+])
+def test_a_record_that_breaks_a_hardware_rule_is_refused(change, rule):
+    with pytest.raises(TargetError, match=rule):
+        dataclasses.replace(xk.targets["pvc"], name="broken", **change)
+
+
+def test_devices_map_to_records_by_name():
+    cases = {"Intel(R) Data Center GPU Max 1550": "pvc", "Intel(R) Arc(TM) A770 Graphics": "dg2",
+             "Intel(R) Arc(TM) B580 Graphics": "bmg", "Intel(R) Data Center GPU Flex 170": "dg2"}
+    for name, want in cases.items():
+        assert match_device(name, False).name == want, name
+    assert match_device("Intel(R) Xeon(R) Platinum", True).name == "cpu"
+    assert match_device("Some future GPU", False, (16, 32)) is None
+    assert match_device("Some 8-wide GPU", False, (8,)).name == "dg2"
+    assert xk.target_for().name in ("cpu", "pvc", "bmg", "dg2")  # the device this machine has
+
+
+@xk.jit
+def gemm_tile(a_ptr, b_ptr, c_ptr, BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr):
+    rm, rn, rk = xl.arange(0, BM), xl.arange(0, BN), xl.arange(0, BK)
+    a = xl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = xl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    xl.store(c_ptr + rm[:, None] * BN + rn[None, :], xl.dot(a, b))
+
+
+def test_a_new_gpu_is_one_record(monkeypatch):
+    # a hypothetical one-stack Max 1100: PVC's ISA (ocloc "pvc"), fewer Xe cores, smaller workgroups
+    new = dataclasses.replace(xk.targets["pvc"], name="max1100-test", arch="Xe-HPC (Max 1100, test record)",
+                              xe_cores=56, max_workgroup_size=512,
+                              device_names=("data center gpu max 1100",))
+    monkeypatch.setitem(xk.targets, "max1100-test", None)   # restored (removed) after the test
+    register_target(new, replace=True)
+    assert match_device("Intel(R) Data Center GPU Max 1100", False) is new   # the most specific name wins
+    assert match_device("Intel(R) Data Center GPU Max 1550", False).name == "pvc"
+    with pytest.raises(TargetError, match="already exists"):
+        register_target(new)
+    P = xk.pointer
+    sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), BM=32, BN=32, BK=32)
+    c = gemm_tile.compile_offline(sig, target="max1100-test")
+    assert "xegpu.dpas" in c.asm["inst"]
+    from xekern.tools.isa import compile_isa
+    r = compile_isa(c.spirv, c.name, "max1100-test")
+    assert r.counts.calls == 0 and r.counts.dpas >= 1, r.summary()
+    # and its limits are the ones the compiler enforces
+    with pytest.raises(xk.LaunchError, match="max1100-test allows at most 512"):
+        gemm_tile.compile_offline(sig, target="max1100-test", num_subgroups=64)
