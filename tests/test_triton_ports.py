@@ -22,7 +22,6 @@ PORTS = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "triton_p
 # ---- the gaps, each spelled once -----------------------------------------------------------------
 GAP_RESHAPE = ("xl.reshape only adds or removes size-1 dimensions (03a EPILOGUE_SUBTILE: "
                "`xl.reshape(accumulator, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2))`)")
-GAP_SPLIT = "xl.split is missing (03a EPILOGUE_SUBTILE: `acc0, acc1 = xl.split(acc)`)"
 
 
 def xfail(*gaps):
@@ -188,7 +187,7 @@ def test_03_matmul_host_code_autotuned(rng, monkeypatch, activation):
 
 @pytest.mark.parametrize("subtile", [
     False,
-    pytest.param(True, marks=xfail(GAP_RESHAPE, GAP_SPLIT)),
+    pytest.param(True, marks=xfail(GAP_RESHAPE)),
 ])
 @pytest.mark.parametrize("M,N,K,BM,BN,BK,ns,num_sms", [
     (67, 45, 77, 32, 32, 32, 4, 3),
@@ -350,7 +349,7 @@ def split_halves(x_ptr, o_ptr, R: xl.constexpr, C: xl.constexpr):
     xl.store(o_ptr + r * (C // 2) + h, a0 - a1)
 
 
-@xfail(GAP_RESHAPE, GAP_SPLIT)
+@xfail(GAP_RESHAPE)
 def test_gap_reshape_and_split(rng):
     x = rng.standard_normal((16, 32)).astype(np.float32)
     out = poisoned((16, 16), np.float32)
@@ -366,3 +365,31 @@ def test_gap_set_allocator():
         assert get_allocator() is alloc  # stored; xekern kernels need no scratch memory, so unused
     finally:
         xk.set_allocator(None)
+
+
+@xk.jit
+def split_join(x_ptr, y_ptr, o_ptr, pairs_ptr, R: xl.constexpr, C: xl.constexpr):
+    r = xl.arange(0, R)[:, None]
+    c = xl.arange(0, C)[None, :]
+    pairs = xl.join(xl.load(x_ptr + r * C + c), xl.load(y_ptr + r * C + c))  # R x C x 2
+    p = xl.arange(0, 2)[None, None, :]
+    xl.store(pairs_ptr + (r * C + c)[:, :, None] * 2 + p, pairs)
+    a, b = xl.split(pairs)
+    xl.store(o_ptr + r * C + c, a)
+    xl.store(o_ptr + R * C + r * C + c, b)
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_split_and_join(rng, monkeypatch, interpret, dtype):
+    """Exact on every value, -0.0 and NaN included, on the device and in the interpreter."""
+    monkeypatch.setattr(split_join, "interpret", interpret)
+    x, y = (rng.standard_normal((2, 8, 32)) * 20).astype(dtype)
+    if dtype != np.int8:
+        x[0, :3] = [-0.0, np.nan, -np.inf]
+        y[1, :2] = [-0.0, np.nan]
+    out, pairs = poisoned((2, 8, 32), dtype), poisoned((8, 32, 2), dtype)
+    split_join[(1,)](x, y, out, pairs, R=8, C=32)
+    np.testing.assert_array_equal(pairs, np.stack([x, y], axis=-1))
+    np.testing.assert_array_equal(out, np.stack([x, y]))
+    assert np.array_equal(np.signbit(out), np.signbit(np.stack([x, y])))

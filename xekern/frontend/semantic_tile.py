@@ -238,6 +238,39 @@ class TileSemantic:
         return self.op(cls, kind, x.handle, axis, rt)
 
     # ---- shape changes --------------------------------------------------------------------------
+    def split(self, x):
+        """``xl.split(x)``: a tile whose last dimension is 2 as the two tiles ``x[..., 0]`` and
+        ``x[..., 1]``. Each is a select of its half and a sum over the size-2 axis with ``-0.0``
+        (0 for integers) in the other slot, which is exact for every value, NaN and -0.0
+        included, so no new op (nor layout rule) is needed."""
+        x = self.to_tensor(x)
+        if not x.is_tile or x.shape[-1] != 2:
+            raise SemanticError(f"split needs a tile whose last dimension is 2, got shape {list(x.shape)}")
+        if isinstance(x.dtype, T.PointerType):
+            raise SemanticError("split does not apply to pointers")
+        idx = self.arange(0, 2)
+        for _ in range(len(x.shape) - 1):
+            idx = self.expand_dims(idx, 0)
+        none = -0.0 if x.dtype.is_floating else 0
+        halves = []
+        for i in (0, 1):
+            picked = self.where(self.compare("eq", idx, i), x, self.const(none, x.dtype))
+            halves.append(self.cast(self.reduce(picked, -1, "sum"), x.dtype))
+        return tuple(halves)
+
+    def join(self, a, b) -> tensor:
+        """``xl.join(a, b)``: the tile of shape ``a.shape + (2,)`` holding ``a`` and ``b`` along a
+        new last dimension (the inverse of ``split``); a select between the two broadcast."""
+        ta, tb = self._weak_operands(a, b)
+        dt = self.promote(ta.dtype, tb.dtype)
+        ta, tb = self.broadcast_pair(self.cast(ta, dt), self.cast(tb, dt))
+        shape = ta.shape + (2,)
+        idx = self.arange(0, 2)
+        for _ in range(len(ta.shape)):
+            idx = self.expand_dims(idx, 0)
+        ea, eb = self.expand_dims(ta, len(ta.shape)), self.expand_dims(tb, len(tb.shape))
+        return self.where(self.broadcast_to(self.compare("eq", idx, 0), shape), ea, eb)
+
     def permute(self, x, dims=None) -> tensor:
         x = self.to_tensor(x)
         r = len(x.shape)

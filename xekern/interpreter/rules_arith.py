@@ -240,7 +240,10 @@ def reduce(kind: str, x, axis: int, t: DType):
     if t.is_floating:
         if kind not in _REDUCE_FLOAT:
             raise NotImplementedError(f"reduction {kind} on {t}")
-        return N.narrow(_REDUCE_FLOAT[kind].reduce(N.widen(x, t), axis=axis), t)
+        # a float sum starts from -0.0, the identity of IEEE addition (NumPy's +0.0 would turn a sum
+        # of -0.0s into +0.0; the device adds the elements themselves)
+        extra = {"initial": -0.0} if _REDUCE_FLOAT[kind] is np.add else {}
+        return N.narrow(_REDUCE_FLOAT[kind].reduce(N.widen(x, t), axis=axis, **extra), t)
     if kind in _REDUCE_BITS:
         u = N.as_unsigned(x, t)
         return N.from_bits(_REDUCE_BITS[kind].reduce(u, axis=axis, dtype=u.dtype), t)

@@ -161,6 +161,20 @@ def permute(x, dims, _sem=None):
     return _sem.permute(x, [unwrap(d) for d in unwrap(dims)])
 
 
+@builtin
+def split(x, _sem=None):
+    """Split a tile whose last dimension is 2 into its two halves (Triton's ``tl.split``).
+    ``lo, hi = xl.split(pairs)`` gives ``pairs[..., 0]`` and ``pairs[..., 1]``."""
+    return _sem.split(x)
+
+
+@builtin
+def join(a, b, _sem=None):
+    """Stack two tiles along a new last dimension of size 2 (Triton's ``tl.join``), the inverse
+    of ``split``. ``pairs = xl.join(lo, hi)``"""
+    return _sem.join(a, b)
+
+
 # ---- math --------------------------------------------------------------------------------------
 
 def _math(fn_name):
