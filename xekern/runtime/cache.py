@@ -140,3 +140,27 @@ def disk_cache() -> DiskCache:
     if _cache is None or _cache.root != root or _cache.enabled_by_knob != knobs.disk_cache():
         _cache = DiskCache(root)
     return _cache
+
+
+_fingerprint: Optional[str] = None
+
+
+def compiler_fingerprint() -> str:
+    """A hash of xekern's own sources and of llvmlite's version, part of every disk key: a
+    development checkout whose compiler changed (same version number) must not be served kernels
+    the old compiler built. Computed once per process (~7 ms on a 2-core VM, 64 files)."""
+    global _fingerprint
+    if _fingerprint is None:
+        import llvmlite
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = hashlib.sha256(llvmlite.__version__.encode())
+        for d, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    path = os.path.join(d, name)
+                    h.update(os.path.relpath(path, root).encode())
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+        _fingerprint = h.hexdigest()
+    return _fingerprint

@@ -28,7 +28,7 @@ from ..language.core import constexpr
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
 from ..targets import TARGETS, Target, get_target
 from . import arrays, device as dev, extents
-from .cache import disk_cache, stats
+from .cache import compiler_fingerprint, disk_cache, stats
 
 LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
 _UNSET = object()
@@ -516,7 +516,7 @@ class JITFunction:
         return ck
 
     def _disk_key(self, key) -> str:
-        text = repr((__version__, self.dependencies_hash(), key))
+        text = repr((__version__, compiler_fingerprint(), self.dependencies_hash(), key))
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _load_or_compile(self, key, sig, options: Options) -> CompiledKernel:
