@@ -195,6 +195,9 @@ def test_cache_key_follows_exactly_what_changes_the_code(tmp_path, monkeypatch):
     monkeypatch.setattr(jitmod, "__version__", jitmod.__version__ + ".post1")
     changed["the xekern version"] = disk_key(base, f32, f32, 5, BLOCK=64)
     monkeypatch.undo()
+    monkeypatch.setattr(jitmod, "compiler_fingerprint", lambda: "a changed compiler")
+    changed["xekern's own sources"] = disk_key(base, f32, f32, 5, BLOCK=64)
+    monkeypatch.undo()
     import xekern.runtime.cache as cachemod  # a development checkout whose compiler source changed
     monkeypatch.setattr(cachemod, "_fingerprint", "0" * 64)
     changed["the compiler's own source"] = disk_key(base, f32, f32, 5, BLOCK=64)
