@@ -41,7 +41,8 @@ def one(target, ab, layout, BM, BN, BK, ns, grf):
     row = dict(target=target, dtype=ab.user_name, layout=layout, grf=r.grf_mode, spill=r.spilled_around,
                scratch=r.scratch_bytes, total=lc.total if lc else 0, dpas=lc.dpas if lc else 0,
                loads=lc.load_block2d if lc else 0, prefetch=lc.prefetch_block2d if lc else 0,
-               other_sends=sum(lc.sends.values()) if lc else 0, density=lc.dpas_share if lc else 0.0)
+               other_sends=sum(lc.sends.values()) if lc else 0, density=lc.dpas_share if lc else 0.0,
+               stores=r.counts.store_block2d)
     row["other"] = row["total"] - row["dpas"] - row["loads"] - row["prefetch"] - row["other_sends"]
     xmx = DPAS_CYCLES * row["dpas"]
     row["model"] = xmx / max(xmx, row["total"]) if row["total"] else 0.0

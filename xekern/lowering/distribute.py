@@ -257,10 +257,12 @@ class Splitter(Rewriter):
         return []
 
     def rule_prefetch_nd(self, op: ir.PrefetchNdOp):
-        """Prefetches follow their own (cooperative) layout, not the descriptor's."""
+        """Prefetches follow their own (cooperative) layout, not the descriptor's; once a level
+        has cut them, ``block`` is their shape (a subgroup's piece may be smaller than the
+        subgroup's descriptor)."""
         t = op.tdesc.type
         layout = op.attrs.get("layout") or t.layout
-        s = self.split(VectorType(t.value_shape, t.elem, layout))
+        s = self.split(VectorType(tuple(op.attrs.get("block") or t.value_shape), t.elem, layout))
         td = self.get(op.tdesc)
         for i in range(s.count):
             attrs = dict(op.attrs, layout=s.piece_type.layout, block=tuple(s.piece_type.shape))

@@ -296,6 +296,12 @@ def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile) -> List:
 
 
 def _inline_asm(cg: CodeGen, text: str, args: List, constraints: str) -> None:
+    """Inline vISA. IGC 12504 silently drops an asm statement whose ``rw.u`` (uniform) operand it
+    cannot prove uniform (e.g. a block origin computed with a runtime division): every uniform
+    operand goes through a shuffle from lane 0, which IGC sees as uniform and which costs nothing
+    when the value already was."""
+    args = [sub_group_shuffle(cg, "idx", a, cg.i32(0)) if c == "rw.u" and isinstance(a.type, ll.IntType) else a
+            for a, c in zip(args, constraints.split(","))]
     fty = ll.FunctionType(ll.VoidType(), [a.type for a in args])
     cg.extensions.add("SPV_INTEL_inline_assembly")
     cg.b.call(ll.InlineAsm(fty, text, constraints, side_effect=True), args)
