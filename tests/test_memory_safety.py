@@ -282,10 +282,19 @@ def test_atomics_at_edges_touch_only_their_slots(rng, queue, target, n, S):
     np.testing.assert_array_equal(gf[2][used], [vf[m].min() for m, u in zip(groups, used) if u])
 
 
+@xk.jit
+def masked_copy(x_ptr, o_ptr, n, B: xl.constexpr):
+    offs = xl.program_id(0) * B + xl.arange(0, B)
+    xl.store(o_ptr + offs, xl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
 def test_the_canaries_catch_a_write_past_the_end(queue):
-    """The harness itself: a kernel that really writes one element past n is caught."""
+    """The harness itself: a kernel that really writes one element past its buffer is caught (a
+    descriptor that claims too much is refused at launch instead: runtime/extents.py)."""
     o = Guarded(poisoned(40, np.float32), queue)
     x = np.ones(41, np.float32)
-    desc_1d[(3,)](x, o.arr, 41, 0, B=16, target="cpu")  # told n=41 for a buffer of 40
+    with pytest.raises(xk.LaunchError, match="argument 'o_ptr' holds 40 float32 elements"):
+        desc_1d[(3,)](x, o.arr, 41, 0, B=16, target="cpu")
+    masked_copy[(3,)](x, o.arr, 41, B=16, target="cpu")  # told n=41 for a buffer of 40
     with pytest.raises(AssertionError, match="wrote 4 bytes after its buffer"):
         o.read()
