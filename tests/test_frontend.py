@@ -266,6 +266,18 @@ def e_bitwise_float(x_ptr):
 
 
 @xk.jit
+def e_store_broadcasts_pointers(x_ptr):
+    rows = xl.arange(0, 16)
+    xl.store(x_ptr + rows, xl.zeros((16, 16), xl.float32))
+
+
+@xk.jit
+def e_atomic_broadcasts_pointers(x_ptr):
+    offs = xl.arange(0, 16)
+    xl.atomic_add(x_ptr + offs, 1.0, mask=(offs[:, None] < offs[None, :]))
+
+
+@xk.jit
 def k_python_min_max(x_ptr, o_ptr, n, LIMIT: xl.constexpr):
     offs = xl.arange(0, 16)
     x = xl.load(x_ptr + offs)
@@ -325,6 +337,10 @@ ERRORS = [
     (e_not_pow2, "xl.arange(0, 12)", "must be a positive power of 2"),
     (e_bad_cast, ".to(\"float32\")", "to() needs an xl dtype"),
     (e_bitwise_float, "& 1", "bitwise 'and' needs integer operands"),
+    (e_store_broadcasts_pointers, "xl.store(x_ptr + rows", "xl.store writes each pointer once: the value of shape "
+                                                           "[16, 16] must broadcast to the pointers' shape [16]"),
+    (e_atomic_broadcasts_pointers, "xl.atomic_add", "xl.atomic_add writes each pointer once: the mask of shape "
+                                                    "[16, 16] must broadcast"),
 ]
 
 

@@ -65,6 +65,18 @@ class MemorySemantic:
                 shape = self.broadcast_shapes(shape, o.shape)
         return shape
 
+    def _write_shape(self, p: pointer_tile, what: str, **operands) -> tuple:
+        """A store or atomic writes each pointer once (Triton's rule): its value and mask broadcast
+        to the pointers' shape, never the pointers to theirs, which would write an address many
+        times and, unmasked past a ragged edge, outside the buffer."""
+        for name, o in operands.items():
+            o = unwrap(o)
+            if isinstance(o, tensor) and o.is_tile and self.broadcast_shapes(p.shape, o.shape) != tuple(p.shape):
+                raise SemanticError(f"{what} writes each pointer once: the {name} of shape {list(o.shape)} must "
+                                    f"broadcast to the pointers' shape {list(p.shape)}; broadcast the pointers "
+                                    f"instead (e.g. ptr + rows[:, None] * stride + cols[None, :])")
+        return tuple(p.shape)
+
     def load(self, ptr, mask=None, other=None, hints=None, volatile=False):
         """``xl.load(ptrs, mask, other)``: masked-off elements read ``other`` (zero if absent)."""
         scalar = not isinstance(unwrap(ptr), pointer_tile)
@@ -93,9 +105,7 @@ class MemorySemantic:
         if scalar and v.is_tile:
             raise SemanticError(f"storing a tile of shape {list(v.shape)} through a scalar pointer; "
                                 f"add offsets (ptr + xl.arange(...)) to address a tile")
-        shape = self._access_shape(p, mask, v) if not scalar else (1,)
-        if v.is_tile and len(v.shape) > len(shape):
-            raise SemanticError(f"value of shape {list(v.shape)} does not fit pointers of shape {list(shape)}")
+        shape = self._write_shape(p, "xl.store", value=v, mask=mask) if not scalar else (1,)
         v = self.broadcast_to(self.cast(v, elem), shape)
         m = self._mask(mask, shape)
         td = self._scatter_desc(p, shape)
@@ -113,7 +123,7 @@ class MemorySemantic:
         p = self.pointer_tile_of(ptr)
         elem = p.dtype.elem
         v = self.to_tensor(val, elem)
-        shape = self._access_shape(p, mask, v, cmp) if not scalar else (1,)
+        shape = self._write_shape(p, f"xl.atomic_{kind}", value=v, mask=mask, cmp=cmp) if not scalar else (1,)
         if elem.bits not in (32, 64) and not (elem.is_floating and elem.bits == 16 and kind == "add"):
             raise SemanticError(f"atomic_{kind} needs 32- or 64-bit elements, got {elem.user_name}")
         if elem.is_floating and kind in ("and", "or", "xor"):
