@@ -47,7 +47,9 @@ def bench(args, sizes=(512, 1024, 2048)):
             a, b = inputs(n)[:2]
             da, db = dpnp.asarray(a), dpnp.asarray(b)
             dpnp.matmul(da, db)
-            return xk.testing.do_bench(lambda: dpnp.matmul(da, db), warmup=1, rep=args.rep, timer="wall")
+            # dpnp returns before the device finishes: wait for its queue inside the timed call
+            return xk.testing.do_bench(lambda: dpnp.matmul(da, db).sycl_queue.wait(), warmup=1, rep=args.rep,
+                                       timer="wall")
         lines["dpnp"] = dpnp_ms
     except ImportError:
         pass
