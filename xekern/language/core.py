@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
-from ..ir.types import (ALL_DTYPES, DType, MemDescType, PointerType, TensorDescType, VectorType, bfloat16,
+from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
                         float16, float32, float64, int1, int8, int16, int32, int64, uint8, uint16, uint32,
                         uint64)
 
@@ -67,9 +67,8 @@ class base_value:
         raise NotImplementedError
 
 
-class tensor(base_value):
-    """A scalar or a tile of a kernel. ``x.dtype``, ``x.shape``, ``x.to(dtype)``, ``x[:, None]``,
-    and Python operators work on it."""
+class handle_value(base_value):
+    """A value made of one IR value (``handle``): tensors, descriptors, SLM matrices, barriers."""
 
     def __init__(self, handle):
         self.handle = handle
@@ -77,6 +76,17 @@ class tensor(base_value):
     @property
     def type(self):
         return self.handle.type
+
+    def flatten(self):
+        return [self.handle]
+
+    def rebuild(self, handles):
+        return type(self)(handles[0])
+
+
+class tensor(handle_value):
+    """A scalar or a tile of a kernel. ``x.dtype``, ``x.shape``, ``x.to(dtype)``, ``x[:, None]``,
+    and Python operators work on it."""
 
     @property
     def dtype(self):
@@ -98,12 +108,6 @@ class tensor(base_value):
     @property
     def is_tile(self) -> bool:
         return isinstance(self.handle.type, VectorType)
-
-    def flatten(self):
-        return [self.handle]
-
-    def rebuild(self, handles):
-        return tensor(handles[0])
 
     def __repr__(self) -> str:
         return f"tensor<{self.handle.type}>"
@@ -178,7 +182,7 @@ class pointer_tile(base_value):
         return f"pointer_tile<{self.base.handle.type} + {self.offsets.handle.type}>"
 
 
-class tensor_descriptor(base_value):
+class tensor_descriptor(handle_value):
     """A block view of a strided tensor in memory (``create_nd_tdesc``), made by
     ``xl.make_tensor_descriptor``. ``d.load(offsets)``, ``d.store(offsets, v)``,
     ``d.prefetch(offsets)``, ``d.advance(deltas)``.
@@ -190,12 +194,8 @@ class tensor_descriptor(base_value):
     """
 
     def __init__(self, handle, options=None):
-        self.handle = handle
+        super().__init__(handle)
         self.options = dict(options or {})
-
-    @property
-    def type(self) -> TensorDescType:
-        return self.handle.type
 
     @property
     def block_shape(self):
@@ -204,9 +204,6 @@ class tensor_descriptor(base_value):
     @property
     def dtype(self):
         return self.type.elem
-
-    def flatten(self):
-        return [self.handle]
 
     def rebuild(self, handles):
         return tensor_descriptor(handles[0], self.options)
@@ -238,7 +235,7 @@ class tensor_descriptor(base_value):
         return _sem.advance_nd(self, deltas)
 
 
-class scatter_descriptor(base_value):
+class scatter_descriptor(handle_value):
     """Per-element addresses ``base + offsets`` (``xegpu.create_tdesc``), each covering
     ``chunk_size`` consecutive elements. ``d.load(mask)`` gives a tile of shape
     ``offsets.shape + (chunk_size,)`` (the chunk dimension dropped when it is 1).
@@ -250,12 +247,6 @@ class scatter_descriptor(base_value):
         d = d.update_offset(xl.full((R,), 4 * R, xl.int32))
     """
 
-    def __init__(self, handle):
-        self.handle = handle
-
-    @property
-    def type(self):
-        return self.handle.type
 
     @property
     def chunk_size(self) -> int:
@@ -268,12 +259,6 @@ class scatter_descriptor(base_value):
     @property
     def dtype(self):
         return self.type.elem
-
-    def flatten(self):
-        return [self.handle]
-
-    def rebuild(self, handles):
-        return scatter_descriptor(handles[0])
 
     @builtin
     def load(self, mask=None, other=None, cache_modifier="", l1_hint=None, l2_hint=None, l3_hint=None, _sem=None):
@@ -292,16 +277,9 @@ class scatter_descriptor(base_value):
         return _sem.update_offset(self, delta)
 
 
-class mem_desc(base_value):
+class mem_desc(handle_value):
     """A matrix in shared local memory (``xegpu.create_mem_desc``), made by ``xl.alloc_slm``.
     ``m.load(offsets, shape)``, ``m.store(offsets, value)``."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    @property
-    def type(self) -> MemDescType:
-        return self.handle.type
 
     @property
     def shape(self):
@@ -310,12 +288,6 @@ class mem_desc(base_value):
     @property
     def dtype(self):
         return self.type.elem
-
-    def flatten(self):
-        return [self.handle]
-
-    def rebuild(self, handles):
-        return mem_desc(handles[0])
 
     @builtin
     def load(self, offsets=(0, 0), shape=None, layout=None, subgroup_block_io=False, _sem=None):
@@ -327,17 +299,8 @@ class mem_desc(base_value):
         return _sem.store_matrix(self, offsets, value, subgroup_block_io=unwrap(subgroup_block_io))
 
 
-class nbarrier(base_value):
+class nbarrier(handle_value):
     """A named barrier bound by ``xl.init_nbarrier``."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    def flatten(self):
-        return [self.handle]
-
-    def rebuild(self, handles):
-        return nbarrier(handles[0])
 
     @builtin
     def arrive(self, _sem=None):
