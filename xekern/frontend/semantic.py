@@ -34,6 +34,17 @@ class ArithSemantic:
     def __init__(self, builder: ir.Builder, options):
         self.b = builder
         self.options = options
+        self.level = getattr(options, "level", "wg")
+
+    LEVEL_NAMES = {"wg": "workgroup", "sg": "subgroup", "lane": "lane"}
+
+    def require_level(self, what: str, *levels: str, hint: str = "") -> None:
+        """A builtin that exists only at some programming levels (``@xk.jit(level=...)``)."""
+        if self.level not in levels:
+            names = " or ".join(self.LEVEL_NAMES[lv] for lv in levels)
+            raise SemanticError(f"{what} is a {names}-level operation; this kernel is written at "
+                                f"{self.LEVEL_NAMES[self.level]} level (@xk.jit(level="
+                                f"{self.LEVEL_NAMES[self.level]!r})){hint}")
 
     # ---- building blocks ------------------------------------------------------------------
     def op(self, cls, *args, **kw) -> tensor:

@@ -306,9 +306,53 @@ class MemorySemantic:
         offs = [o.handle for o in self._index_list(offsets, len(m.shape), "offsets")]
         self.b.create(ir.StoreMatrixOp, v.handle, m.handle, offs, subgroup_block_io=bool(subgroup_block_io))
 
+    def shuffle_tensor(self, x, layout, mem=None) -> tensor:
+        """``xl.shuffle_tensor(x, layout, mem)`` (seed 002's ``iree_gpu.shuffle_tensor``): every
+        subgroup writes the pieces of ``x`` it holds into a workgroup-shared SLM matrix, a barrier, every
+        subgroup reads the pieces ``layout`` gives it, a barrier (so the matrix may be reused). Always
+        through SLM, even where a register-only conversion would exist; ``mem`` is the caller's matrix
+        (an ``xl.alloc_slm`` of the tile's shape and dtype), else one is allocated."""
+        self.require_level("xl.shuffle_tensor", "wg")
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            raise SemanticError("xl.shuffle_tensor redistributes a tile, got a scalar")
+        layout = self.check_layout(unwrap(layout), x.shape)
+        if layout is None:
+            raise SemanticError("xl.shuffle_tensor needs the xl.Layout to redistribute to")
+        mem = unwrap(mem)
+        if mem is None:
+            mem = self.alloc_slm(x.shape, x.dtype)
+        elif not isinstance(mem, mem_desc):
+            raise SemanticError(f"xl.shuffle_tensor: mem must be an xl.alloc_slm matrix, got {type(mem).__name__}")
+        elif tuple(mem.shape) != tuple(x.shape) or mem.dtype != x.dtype:
+            raise SemanticError(f"xl.shuffle_tensor: the SLM matrix {list(mem.shape)} x {mem.dtype.user_name} must "
+                                f"have the tile's shape and dtype, {list(x.shape)} x {x.dtype.user_name}")
+        origin = [0] * len(x.shape)
+        self.store_matrix(mem, origin, x)
+        self.barrier()
+        r = self.load_matrix(mem, origin, x.shape, layout)
+        self.barrier()
+        return r
+
     # ---- synchronization --------------------------------------------------------------------------
     def barrier(self):
         self.b.create(ir.BarrierOp)
+
+    def value_barrier(self, values):
+        """``xl.value_barrier(*values)`` (seed 002's ``iree_gpu.value_barrier``): the ops producing
+        ``values`` (and every memory access before) complete in every work item of the workgroup before
+        anything after; returns the values unchanged. Lowered to ``gpu.barrier`` after the producers."""
+        if not values:
+            raise SemanticError("xl.value_barrier needs at least one value")
+        out = []
+        for i, v in enumerate(values):
+            v = unwrap(v)
+            if not isinstance(v, tensor):
+                raise SemanticError(f"xl.value_barrier: argument {i} must be a tensor or scalar kernel value, "
+                                    f"got {type(v).__name__} {v!r}")
+            out.append(v)
+        self.barrier()
+        return out[0] if len(out) == 1 else tuple(out)
 
     def fence(self, scope="workgroup", memory_kind="global"):
         scope, kind = unwrap(scope), unwrap(memory_kind)

@@ -358,6 +358,15 @@ def convert_layout(x, layout, _sem=None):
     return _sem.convert_layout(x, layout)
 
 
+@builtin
+def shuffle_tensor(x, layout, mem=None, _sem=None):
+    """Redistribute a tile to ``layout`` explicitly through SLM (seed 002's ``shuffle_tensor``): each
+    subgroup stores what it holds, a barrier, each loads what ``layout`` gives it, a barrier. ``mem``: an
+    ``xl.alloc_slm`` matrix of the tile's shape and dtype to use (else one is allocated).
+    ``y = xl.shuffle_tensor(x, xl.Layout(sg_layout=[1, 4], lane_layout=[16, 1]))``"""
+    return _sem.shuffle_tensor(x, layout, mem)
+
+
 # ---- shared local memory and synchronization ---------------------------------------------------
 
 @builtin
@@ -371,6 +380,14 @@ def alloc_slm(shape, dtype, block=None, strides=None, _sem=None):
 def barrier(_sem=None):
     """Workgroup barrier: every work item waits; memory written before is visible after."""
     return _sem.barrier()
+
+
+@builtin
+def value_barrier(*values, _sem=None):
+    """A barrier on values (seed 002's ``iree_gpu.value_barrier``): the ops producing ``values`` finish in
+    every work item of the workgroup before anything after it; returns them unchanged (one value, or a
+    tuple). ``a, b = xl.value_barrier(a, b)``"""
+    return _sem.value_barrier(values)
 
 
 @builtin

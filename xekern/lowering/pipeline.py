@@ -34,11 +34,12 @@ class Options:
     debug: bool = False                # keep device_print / device_assert
     opt_level: int = 1                 # LLVM's O1: the driver (OpenCL CPU, IGC) optimizes again anyway;
                                        # O2 costs twice the time here and gives the same SPIR-V size
+    level: str = "wg"                  # the kernel's programming level (@xk.jit(level=...)): wg, sg or lane
 
     @property
     def key(self) -> tuple:
         """What distinguishes two compilations besides source and signature."""
-        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level)
+        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.level)
 
     @property
     def sg_size(self) -> int:
