@@ -842,9 +842,10 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     tree = src.tree
     arg_names = [a.arg for a in tree.args.args]
     runtime = [n for n in arg_names if not isinstance(signature.get(n), _ConstArg)]
+    level = getattr(options, "level", "wg")
     func = ir.FuncOp(src.name, [signature[n] for n in runtime], runtime,
                      attrs={"num_subgroups": options.num_subgroups, "sg_size": options.target.sg_size,
-                            "target": options.target.name},
+                            "target": options.target.name, "level": level},
                      loc=Loc(src.file, src.start_line, 0, src.name))
     builder = ir.Builder(func.body)
     sem = Semantic(builder, options)
@@ -859,7 +860,26 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     if ret is not None:
         raise src.error(tree, "a kernel cannot return a value; store results with xl.store")
     builder.create(ir.ReturnOp)
+    if level == "sg":
+        from ..lowering.propagate_layout import assign_subgroup_layouts
+        func = assign_subgroup_layouts(func, options)
+    elif level == "lane":
+        check_lane_level(func)
     return func
+
+
+def check_lane_level(func: ir.FuncOp) -> None:
+    """A lane-level kernel computes scalars per work item: one-element vectors are how scalar memory
+    accesses are spelled in lane IR, anything larger is a tile, which only workgroup and subgroup
+    levels have."""
+    from ..lowering.rewrite import PassError
+    for op in func.walk():
+        for r in op.results:
+            t = r.type
+            if isinstance(t, (ir.VectorType, ir.TensorDescType)) and (len(t.shape) > 1 or t.shape[0] > 1):
+                raise PassError(f"lane level: '{op.op_name}' makes a tile {t}; a lane-level kernel "
+                                f"(@xk.jit(level='lane')) computes scalars of one work item (tiles are "
+                                f"workgroup- or subgroup-level)", op)
 
 
 class _ConstArg:

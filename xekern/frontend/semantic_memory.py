@@ -140,6 +140,7 @@ class MemorySemantic:
 
     # ---- scattered descriptors: create_tdesc + load_gather / store_scatter / prefetch / update_offset --
     def create_tdesc(self, base, offsets, chunk_size=1) -> scatter_descriptor:
+        self.require_level("xl.create_tdesc", "wg", "sg")
         base = unwrap(base)
         if not self._is_ptr(base):
             raise SemanticError(f"create_tdesc needs a scalar pointer as base, got {base!r}")
@@ -196,6 +197,8 @@ class MemorySemantic:
 
     def make_tensor_descriptor(self, base, shape, strides, block_shape, layout=None, array_length=1,
                                boundary_check=True, memory_scope="global"):
+        self.require_level("xl.make_tensor_descriptor", "wg", "sg",
+                           hint="; a lane-level kernel loads scalars through pointers (xl.load(ptr + i))")
         base = unwrap(base)
         if not self._is_ptr(base):
             raise SemanticError(f"make_tensor_descriptor needs a pointer argument as base, got {base!r}")
@@ -268,6 +271,7 @@ class MemorySemantic:
 
     # ---- shared local memory ----------------------------------------------------------------------
     def alloc_slm(self, shape, dtype, block=None, strides=None) -> mem_desc:
+        self.require_level("xl.alloc_slm", "wg", "sg")
         shape = tuple(unwrap(s) for s in (unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,)))
         if not all(isinstance(s, int) and s > 0 for s in shape):
             raise SemanticError(f"SLM shape {list(shape)} must be positive compile-time integers")

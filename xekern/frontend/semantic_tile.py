@@ -6,7 +6,7 @@ from typing import Optional
 from .. import ir
 from ..ir import types as T
 from ..ir.layout import Layout, LayoutError, SliceLayout
-from ..ir.types import DType, VectorType
+from ..ir.types import DType, PointerType, VectorType
 from ..language.core import tensor, unwrap
 from .semantic import SemanticError
 
@@ -46,6 +46,14 @@ class TileSemantic:
         from ..layouts import ownership
         from ..lowering.layouts import complete_layout, default_layout
         name = f"{which}_id"
+        if self.level == "lane" or self.level == "sg" and which == "subgroup":
+            if shape is not None:
+                raise SemanticError(f"xl.{name}(shape, layout) is a tile, which a {self.LEVEL_NAMES[self.level]}-"
+                                    f"level kernel does not have for {which} ids: xl.{name}() is a scalar here")
+            return self.op(ir.SubgroupIdOp if which == "subgroup" else ir.LaneIdOp)
+        if shape is None and self.level == "sg":
+            raise SemanticError("xl.lane_id() needs a tile shape at subgroup level (a subgroup's values are "
+                                "tiles): xl.lane_id(shape, layout) gives the id of the lane holding each element")
         if shape is None:
             raise SemanticError(
                 f"xl.{name}() needs a tile shape: a workgroup-level kernel has no per-{which} scalars "
@@ -53,7 +61,7 @@ class TileSemantic:
                 f"of the ids of the {which}s that hold each element")
         shape = self.check_shape(unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,))
         layout = self.check_layout(unwrap(layout), shape)
-        G, sg = self.options.num_subgroups, self.options.target.sg_size
+        G, sg = self.options.num_subgroups if self.level == "wg" else 1, self.options.target.sg_size
         try:
             layout = complete_layout(layout, shape, G, sg) if layout is not None else \
                 default_layout(shape, G, sg)
@@ -68,7 +76,53 @@ class TileSemantic:
                     f"{layout}, so it has no single {which} id; use a layout that does not replicate "
                     f"elements across {which}s")
         t = self.op(ir.IdTileOp, which, VectorType(shape, T.int32))
-        return self._anchor(t, layout)
+        return self._anchor(t, layout if self.level == "wg" else layout.drop_sg())
+
+    def global_id(self, axis) -> tensor:
+        """``xl.global_id(axis)`` at lane level: this work item's index in the whole launch; along axis 0
+        ``program_id(0) * workgroup size + subgroup_id * subgroup size + lane_id`` (workgroups are 1-D)."""
+        self.require_level("xl.global_id", "lane", hint="; a workgroup-level kernel uses program_id * BLOCK + "
+                                                        "xl.arange(0, BLOCK)")
+        axis = unwrap(axis)
+        if axis not in (0, 1, 2):
+            raise SemanticError(f"global_id axis must be 0, 1 or 2, got {axis!r}")
+        pid = self.program_id(axis)
+        if axis:
+            return pid
+        sg = self.options.target.sg_size
+        local = self.binary("add", self.binary("mul", self.op(ir.SubgroupIdOp), sg), self.op(ir.LaneIdOp))
+        return self.binary("add", self.binary("mul", pid, sg * self.options.num_subgroups), local)
+
+    def shuffle(self, x, lane, mode: str) -> tensor:
+        """``xl.shuffle(x, lane, mode)`` at lane level (``gpu.shuffle``): the value ``x`` of another lane of
+        the subgroup: lane ``lane`` ('idx'), ``self ^ lane`` ('xor'), ``self + lane`` ('down'), ``self - lane``
+        ('up')."""
+        self.require_level("xl.shuffle", "lane")
+        mode = unwrap(mode)
+        if mode not in ("idx", "xor", "down", "up"):
+            raise SemanticError(f"xl.shuffle mode must be 'idx', 'xor', 'down' or 'up', got {mode!r}")
+        x = self.to_tensor(x)
+        if isinstance(x.dtype, PointerType) or x.dtype.bits > 32 and not x.dtype.is_floating:
+            raise SemanticError(f"xl.shuffle moves numbers of up to 32 bits (and float64), got {x.dtype}")
+        lane = self.cast(self.to_tensor(lane, T.int32), T.int32)
+        return self.op(ir.ShuffleOp, mode, x.handle, lane.handle)
+
+    def subgroup_reduce(self, x, op: str) -> tensor:
+        """``xl.subgroup_reduce(x, op)`` at lane level (``gpu.subgroup_reduce``): ``x`` of every lane of the
+        subgroup combined with ``op`` ('add', 'mul', 'min', 'max', 'and', 'or', 'xor'); every lane gets it."""
+        self.require_level("xl.subgroup_reduce", "lane", hint="; tiles reduce with xl.sum / xl.max / ...")
+        op = unwrap(op)
+        x = self.to_tensor(x)
+        if op not in self._REDUCE_OPS:
+            raise SemanticError(f"subgroup_reduce op {op!r} is not one of {', '.join(self._REDUCE_OPS)}")
+        f, s, u = _REDUCE[self._REDUCE_OPS[op]]
+        kind = f if x.dtype.is_floating else (s if x.dtype.is_signed else u)
+        if kind is None:
+            raise SemanticError(f"subgroup_reduce {op!r} needs integers, got {x.dtype.user_name}")
+        return self.op(ir.SubgroupReduceOp, kind, x.handle, self.options.target.sg_size)
+
+    _REDUCE_OPS = {"add": "sum", "mul": "prod", "min": "min", "max": "max", "and": "and", "or": "or",
+                   "xor": "xor_sum"}
 
     # ---- making tiles ---------------------------------------------------------------------------
     def check_layout(self, layout, shape) -> Optional[Layout]:
@@ -76,6 +130,12 @@ class TileSemantic:
             return None
         if not isinstance(layout, (Layout, SliceLayout)):
             raise SemanticError(f"layout must be an xl.Layout, got {type(layout).__name__}")
+        if self.level == "lane":
+            raise SemanticError("a lane-level kernel has no tiles, so no layouts")
+        if self.level == "sg" and (layout.root.sg_layout is not None or layout.root.sg_data is not None):
+            raise SemanticError(f"layout {layout} has sg_layout/sg_data, which distribute a workgroup tile over "
+                                f"subgroups; at subgroup level a tile is one subgroup's data and its layout "
+                                f"has only inst_data, lane_layout, lane_data and order")
         if layout.rank != len(shape):
             raise SemanticError(f"layout of rank {layout.rank} given for a tile of shape {list(shape)}")
         return layout
@@ -86,6 +146,7 @@ class TileSemantic:
         return t
 
     def arange(self, start, end, layout=None) -> tensor:
+        self.require_level("xl.arange", "wg", "sg", hint="; a lane-level kernel computes scalars (xl.global_id())")
         start, end = unwrap(start), unwrap(end)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
             raise SemanticError("arange bounds must be compile-time integers (use xl.constexpr arguments)")
@@ -101,6 +162,7 @@ class TileSemantic:
         return r
 
     def full(self, shape, value, dtype, layout=None) -> tensor:
+        self.require_level("a tile (xl.full / xl.zeros)", "wg", "sg", hint="; a lane-level kernel computes scalars")
         shape = self.check_shape(unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,))
         dtype = unwrap(dtype)
         if not isinstance(dtype, DType):
@@ -114,6 +176,7 @@ class TileSemantic:
         return self._anchor(self.const(value, dtype, shape), layout)
 
     def convert_layout(self, x, layout) -> tensor:
+        self.require_level("xl.convert_layout", "wg")
         x = self.to_tensor(x)
         layout = self.check_layout(unwrap(layout), x.shape)
         if layout is None:
@@ -162,6 +225,8 @@ class TileSemantic:
         ``@xk.jit`` combine function of two tiles (associative and commutative), applied in a tree
         through SLM: ``log2(numel)`` steps, one barrier each. A scalar is one program element: its
         all-reduce is itself."""
+        self.require_level("xl.all_reduce", "wg", hint="; at lane level use xl.subgroup_reduce, at subgroup "
+                                                       "level xl.sum / xl.max / ... of the subgroup's tile")
         x = self.to_tensor(x)
         op = unwrap(op)
         if isinstance(op, str):
@@ -289,6 +354,7 @@ class TileSemantic:
                 T.uint8: T.int32}
 
     def dot(self, a, b, acc=None, out_dtype=None, input_precision=None) -> tensor:
+        self.require_level("xl.dot", "wg", "sg", hint="; DPAS multiplies a subgroup's tiles")
         """``xl.dot(a, b, acc)``: a DPAS matrix product, f32 accumulation (int32 for 8-bit ints)."""
         a, b = self.to_tensor(a), self.to_tensor(b)
         if not (len(a.shape) == len(b.shape) and len(a.shape) in (2, 3)):

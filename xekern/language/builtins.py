@@ -58,7 +58,8 @@ def subgroup_size(_sem=None):
 def subgroup_id(shape=None, layout=None, _sem=None):
     """The int32 tile of ``shape`` whose elements are the ids of the subgroups holding them under
     ``layout`` (default: the default layout of ``shape``); the layout must not replicate elements
-    across subgroups. ``sid = xl.subgroup_id((64,), xl.Layout(sg_layout=[4], sg_data=[16]))``"""
+    across subgroups. ``sid = xl.subgroup_id((64,), xl.Layout(sg_layout=[4], sg_data=[16]))``.
+    At subgroup and lane level, the scalar id of this subgroup: ``sid = xl.subgroup_id()``"""
     return _sem.id_tile("subgroup", shape, layout)
 
 
@@ -66,8 +67,30 @@ def subgroup_id(shape=None, layout=None, _sem=None):
 def lane_id(shape=None, layout=None, _sem=None):
     """The int32 tile of ``shape`` whose elements are the ids (within their subgroup) of the lanes
     holding them under ``layout``; the layout must not replicate elements across lanes.
-    ``lid = xl.lane_id((64,))``"""
+    ``lid = xl.lane_id((64,))``. At lane level, the scalar id of this work item: ``lid = xl.lane_id()``"""
     return _sem.id_tile("lane", shape, layout)
+
+
+@builtin
+def global_id(axis=0, _sem=None):
+    """Lane level: this work item's index in the launch along ``axis`` (seed 003's ``gpu.global_id``).
+    ``i = xl.global_id(0)``"""
+    return _sem.global_id(axis)
+
+
+@builtin
+def shuffle(x, lane, mode="idx", _sem=None):
+    """Lane level: ``x`` as held by another lane of the subgroup (``gpu.shuffle``): lane ``lane``
+    (mode 'idx'), ``lane_id ^ lane`` ('xor'), ``lane_id + lane`` ('down') or ``lane_id - lane`` ('up').
+    ``left = xl.shuffle(v, 1, "up")``"""
+    return _sem.shuffle(x, lane, mode)
+
+
+@builtin
+def subgroup_reduce(x, op="add", _sem=None):
+    """Lane level: ``x`` of every lane of the subgroup combined with ``op`` ('add', 'mul', 'min', 'max',
+    'and', 'or', 'xor'); every lane gets the result (``gpu.subgroup_reduce``). ``s = xl.subgroup_reduce(v)``"""
+    return _sem.subgroup_reduce(x, op)
 
 
 @builtin

@@ -4,6 +4,9 @@
 
     xegpu ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst ─sg-to-lane─▶ lane
           ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
+
+A subgroup-level kernel's frontend IR ("xegpu") is already at "sg" (it runs blocking and sg-to-lane), a
+lane-level kernel's at "lane" (it goes straight to codegen).
 """
 from __future__ import annotations
 
@@ -50,13 +53,22 @@ class Options:
         return self.num_subgroups * self.target.sg_size
 
 
-# The IR passes, in order: (stage name printed by kernel.asm, pass entry point).
-PASSES: List[Tuple[str, Callable]] = [
-    ("layout", propagate_layout.run),
-    ("sg", wg_to_sg.run),
-    ("inst", blocking.run),
-    ("lane", sg_to_lane.run),
+# The IR levels, from the top; a kernel's frontend builds IR at "wg", "sg" or "lane" (@xk.jit(level=...)).
+LEVELS = ("wg", "sg", "inst", "lane")
+
+# The IR passes, in order: (stage name printed by kernel.asm, the level it consumes, pass entry point).
+# A function enters at its level and runs every pass from the first one that consumes that level.
+PASSES: List[Tuple[str, str, Callable]] = [
+    ("layout", "wg", propagate_layout.run),
+    ("sg", "wg", wg_to_sg.run),
+    ("inst", "sg", blocking.run),
+    ("lane", "inst", sg_to_lane.run),
 ]
+
+
+def passes_from(level: str) -> List[Tuple[str, str, Callable]]:
+    """The passes a function at ``level`` runs: those consuming that level or one below it."""
+    return [p for p in PASSES if LEVELS.index(p[1]) >= LEVELS.index(level)]
 
 
 @dataclass
@@ -86,14 +98,15 @@ def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
 
 def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str, float],
                dump=None) -> ir.FuncOp:
-    """Run ``PASSES`` on workgroup IR; record each stage's text in ``asm`` (lazily printable)."""
-    func.attrs["level"] = "wg"
+    """Run ``PASSES`` from the function's level (``func.attrs["level"]``, "wg" unless the frontend
+    built subgroup or lane IR); record each stage's text in ``asm`` (lazily printable)."""
+    level = func.attrs.setdefault("level", "wg")
     try:
         ir.verify_func(func)
     except IRError as e:
         raise _fail(func, "xegpu", e) from e
     asm["xegpu"] = func
-    for name, fn in PASSES:
+    for name, _consumes, fn in passes_from(level):
         t0 = time.perf_counter()
         try:
             func = fn(func, options)
@@ -151,7 +164,10 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     timings: Dict[str, float] = {}
     asm = Asm()
     t0 = time.perf_counter()
-    func = compile_to_ir(jit, signature, options)
+    try:
+        func = compile_to_ir(jit, signature, options)
+    except PassError as e:  # the subgroup-level layouts or lane-level checks of the frontend
+        raise _fail(None, "xegpu", e) from e
     timings["frontend"] = time.perf_counter() - t0
     from ..runtime.extents import descriptor_extents
     extents = descriptor_extents(func)  # before the passes rewrite the function

@@ -394,3 +394,37 @@ class PropagateLayout(Rewriter):
 
 def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
     return PropagateLayout(ctx).run(func)
+
+
+class SubgroupLayouts(PropagateLayout):
+    """The layouts of a subgroup-level kernel (``@xk.jit(level="subgroup")``), computed by its frontend:
+    the same anchors and relations as ``propagate-layout`` for a workgroup of one subgroup, without the
+    ``sg_layout``/``sg_data`` that would distribute it. Its output is the IR ``wg-to-sg`` would have
+    produced: every tile is one subgroup's data, laid out by ``inst_data``/``lane_layout``/``lane_data``.
+    A tile wanted in two layouts would need a convert_layout, which exists only at workgroup level."""
+
+    NAME = "subgroup-layouts"
+    LEVEL = "sg"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.G = 1
+
+    def analyze(self, func: ir.FuncOp) -> None:
+        super().analyze(func)
+        self.layout = {v: lay.drop_sg() for v, lay in self.layout.items()}
+        self.required = {k: lay.drop_sg() for k, lay in self.required.items()}
+        for op in self.ops:
+            if isinstance(op, ir.PrefetchNdOp) and op.attrs.get("layout") is not None:
+                op.attrs["layout"] = op.attrs["layout"].drop_sg()
+
+    def convert(self, v: Value, layout) -> Value:
+        if layout is None or not isinstance(v.type, (VectorType, TensorDescType)) or v.type.layout == layout:
+            return v
+        raise PassError(f"subgroup level: a tile {v.type.with_layout(None)} is used in two layouts "
+                        f"({v.type.layout} and {layout}); a subgroup-level kernel has no convert_layout "
+                        f"(a workgroup-level operation): give the tiles layouts that agree", v.op)
+
+
+def assign_subgroup_layouts(func: ir.FuncOp, ctx) -> ir.FuncOp:
+    return SubgroupLayouts(ctx).run(func)

@@ -30,6 +30,8 @@ from ..targets import TARGETS, Target, get_target
 from . import arrays, device as dev, extents
 from .cache import compiler_fingerprint, disk_cache, stats
 
+# @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
+LEVELS = {"workgroup": "wg", "subgroup": "sg", "lane": "lane"}
 LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
 _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
@@ -336,8 +338,12 @@ class JITFunction:
     __xekern_jit__ = True
 
     def __init__(self, fn, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-                 interpret: Optional[bool] = None):
+                 interpret: Optional[bool] = None, level: str = "workgroup"):
         self.fn = fn
+        if level not in LEVELS:
+            raise CompilationError(f"kernel '{fn.__name__}': level={level!r} is not one of "
+                                   f"{', '.join(map(repr, LEVELS))}")
+        self.level = LEVELS[level]
         self.__name__ = fn.__name__
         self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
         self.__doc__ = fn.__doc__
@@ -348,6 +354,9 @@ class JITFunction:
         self.debug = knobs.debug() if debug is None else bool(debug)
         self.target = target
         self.interpret = knobs.interpret() if interpret is None else bool(interpret)
+        if self.interpret and self.level != "wg":
+            raise CompilationError(f"kernel '{fn.__name__}': the interpreter runs workgroup-level kernels only, "
+                                   f"not level={level!r}")
         sig = inspect.signature(fn)
         self.params = [Param(p, i) for i, p in enumerate(sig.parameters.values())]
         self.by_name = {p.name: p for p in self.params}
@@ -499,6 +508,7 @@ class JITFunction:
                               f"{target.name} allows at most {target.max_workgroup_size} "
                               f"({target.max_subgroups} subgroups)")
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
+                       level=self.level,
                        # GPU: IGC optimizes the SPIR-V itself, and LLVM's passes before it only raise
                        # register pressure (the flagship GEMM spills at O1 on pvc, not at O0)
                        opt_level=int(overrides.get("opt_level", 0 if target.kind == "gpu" else 1)))
@@ -726,8 +736,10 @@ def _hash_module_refs(tree, modname, mod, h, seen) -> None:
 
 
 def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-        interpret: Optional[bool] = None):
-    """Decorate a kernel written at workgroup level.
+        interpret: Optional[bool] = None, level: str = "workgroup"):
+    """Decorate a kernel, written at workgroup level (the default: whole tiles, distributed by the
+    compiler), at ``level="subgroup"`` (tiles are one subgroup's data) or at ``level="lane"`` (scalars
+    of one work item); see docs/levels.md.
 
     Example::
 
@@ -740,5 +752,6 @@ def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target
         add[(xk.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
     """
     def wrap(f):
-        return JITFunction(f, num_subgroups=num_subgroups, debug=debug, target=target, interpret=interpret)
+        return JITFunction(f, num_subgroups=num_subgroups, debug=debug, target=target, interpret=interpret,
+                           level=level)
     return wrap(fn) if fn is not None else wrap
