@@ -106,6 +106,8 @@ def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str,
     except IRError as e:
         raise _fail(func, "xegpu", e) from e
     asm["xegpu"] = func
+    if level != "wg":  # the frontend built this level's IR: it is also that stage's text
+        asm[level] = func
     for name, _consumes, fn in passes_from(level):
         t0 = time.perf_counter()
         try:

@@ -355,8 +355,10 @@ class JITFunction:
         self.target = target
         self.interpret = knobs.interpret() if interpret is None else bool(interpret)
         if self.interpret and self.level != "wg":
-            raise CompilationError(f"kernel '{fn.__name__}': the interpreter runs workgroup-level kernels only, "
-                                   f"not level={level!r}")
+            if interpret:
+                raise CompilationError(f"kernel '{fn.__name__}': the interpreter runs workgroup-level kernels "
+                                       f"only, not level={level!r}")
+            self.interpret = False  # XEKERN_INTERPRET applies to workgroup-level kernels; this one compiles
         sig = inspect.signature(fn)
         self.params = [Param(p, i) for i, p in enumerate(sig.parameters.values())]
         self.by_name = {p.name: p for p in self.params}
