@@ -19,7 +19,7 @@ from ..targets import Target
 from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
 from . import llvm as llvm_stage
-from .codegen import rules_arith, rules_block, rules_debug, rules_memory  # noqa: F401  (they register their rules)
+from .codegen import rules_arith, rules_block, rules_debug, rules_memory, rules_spirv_block  # noqa: F401  (they register their rules)
 from .codegen.core import generate
 from .rewrite import PassError
 
@@ -34,11 +34,14 @@ class Options:
     debug: bool = False                # keep device_print / device_assert
     opt_level: int = 1                 # LLVM's O1: the driver (OpenCL CPU, IGC) optimizes again anyway;
                                        # O2 costs twice the time here and gives the same SPIR-V size
+    # GPU: emit 2D block IO and DPAS as the SPIR-V ops of SPV_INTEL_2d_block_io /
+    # SPV_INTEL_subgroup_matrix_multiply_accumulate (current drivers) instead of IGC 12504's builtins
+    spirv_ext: bool = False
 
     @property
     def key(self) -> tuple:
         """What distinguishes two compilations besides source and signature."""
-        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level)
+        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.spirv_ext)
 
     @property
     def sg_size(self) -> int:
@@ -142,7 +145,17 @@ def spirv_text(spirv: bytes) -> str:
     if tool is None:
         return f"; {len(spirv)} bytes of SPIR-V (install spirv-tools for a disassembly)\n"
     r = subprocess.run([tool, "-", "-o", "-"], input=spirv, capture_output=True)
-    return r.stdout.decode() if r.returncode == 0 else f"; spirv-dis failed: {r.stderr.decode()}"
+    if r.returncode == 0:
+        return r.stdout.decode()
+    from ..tools import spirv as sp
+    intel = sp.ops(spirv)
+    if not intel:
+        return f"; spirv-dis failed: {r.stderr.decode()}"
+    # an older spirv-dis stops at the 2D block IO / MMA ops: show the rest, and those ops by name
+    r = subprocess.run([tool, "-", "-o", "-"], input=sp.without_intel_ops(spirv), capture_output=True)
+    head = "".join(f"; {o.name} {' '.join(f'%{x}' for x in o.operands)}\n" for o in intel)
+    return (f"; this spirv-dis does not know {', '.join(sorted(set(sp.extensions(spirv)) & set(sp.EXTENSIONS)))}; "
+            f"their ops (ids as below):\n{head}" + r.stdout.decode())
 
 
 def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:

@@ -30,7 +30,7 @@ from ..targets import TARGETS, Target, get_target
 from . import arrays, device as dev, extents
 from .cache import compiler_fingerprint, disk_cache, stats
 
-LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
+LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level", "spirv_ext")
 _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
@@ -484,7 +484,7 @@ class JITFunction:
     def options(self, overrides: Dict[str, Any], target: Target) -> Options:
         debug = bool(overrides.get("debug", self.debug))
         ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug,
-                overrides.get("opt_level"))
+                overrides.get("opt_level"), overrides.get("spirv_ext"), knobs.spirv_ext())
         opts = self._options.get(ckey)
         if opts is None:
             opts = self._options[ckey] = self._make_options(overrides, target, debug)
@@ -498,7 +498,13 @@ class JITFunction:
             raise LaunchError(f"num_subgroups={ns} makes a workgroup of {ns * target.sg_size} work items; "
                               f"{target.name} allows at most {target.max_workgroup_size} "
                               f"({target.max_subgroups} subgroups)")
+        spirv_ext = overrides.get("spirv_ext")
+        if spirv_ext is None:
+            spirv_ext = knobs.spirv_ext()
+        if spirv_ext is None:
+            spirv_ext = target.spirv_block_io
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
+                       spirv_ext=bool(spirv_ext) and target.kind == "gpu",
                        # GPU: IGC optimizes the SPIR-V itself, and LLVM's passes before it only raise
                        # register pressure (the flagship GEMM spills at O1 on pvc, not at O0)
                        opt_level=int(overrides.get("opt_level", 0 if target.kind == "gpu" else 1)))
