@@ -18,6 +18,7 @@ from ..ir.core import IRError
 from ..targets import Target
 from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
+from .grf import choose_grf_mode
 from . import llvm as llvm_stage
 from .codegen import rules_arith, rules_block, rules_debug, rules_memory, rules_spirv_block  # noqa: F401  (they register their rules)
 from .codegen.core import generate
@@ -73,6 +74,7 @@ class Compiled:
     slm_bytes: int
     timings: Dict[str, float] = field(default_factory=dict)
     extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
+    grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -170,6 +172,7 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("xegpu", func)
     lane = run_passes(func, options, asm, timings, dump)
+    grf_mode = choose_grf_mode(lane, options)
     t0 = time.perf_counter()
     try:
         cg = generate(lane, options)
@@ -191,4 +194,4 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("llir", opt_llir)
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents)
+                    extents, grf_mode)

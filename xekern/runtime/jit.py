@@ -70,6 +70,7 @@ class CompiledKernel:
         self.meta = meta
         self.workgroup_size = meta["workgroup_size"]
         self.slm_bytes = meta.get("slm_bytes", 0)
+        self.grf_mode = meta.get("grf_mode")  # asked of the GPU driver at build (lowering/grf.py)
         self.extents = meta.get("extents") or ()  # descriptor shapes checked against buffers at launch
         self._asm = asm
         self._rebuild = rebuild
@@ -106,7 +107,7 @@ class CompiledKernel:
             if self.slm_bytes > d.local_mem_size:
                 raise LaunchError(f"kernel '{self.name}' needs {self.slm_bytes} bytes of shared local memory; "
                                   f"{d.name!r} has {d.local_mem_size}")
-            k = dev.build_kernel(queue, self.spirv, self.name)
+            k = dev.build_kernel(queue, self.spirv, self.name, self.grf_mode)
             self._kernels[id(queue)] = (k, queue)  # the queue is kept alive, so its id stays unique
             return k
         return k[0]
@@ -498,6 +499,10 @@ class JITFunction:
             raise LaunchError(f"num_subgroups={ns} makes a workgroup of {ns * target.sg_size} work items; "
                               f"{target.name} allows at most {target.max_workgroup_size} "
                               f"({target.max_subgroups} subgroups)")
+        grf = overrides.get("grf_mode")
+        if grf is not None and target.kind == "gpu" and grf not in target.grf_modes:
+            raise LaunchError(f"grf_mode={grf!r}: {target.name} has {' or '.join(map(str, target.grf_modes))} "
+                              f"registers per thread (None chooses)")
         spirv_ext = overrides.get("spirv_ext")
         if spirv_ext is None:
             spirv_ext = knobs.spirv_ext()
@@ -538,7 +543,7 @@ class JITFunction:
         stats["compiles"] += 1
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
-                "target": options.target.name, "extents": c.extents}
+                "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
