@@ -52,9 +52,10 @@ def grf_bytes_needed(func: ir.FuncOp, target) -> int:
 def choose_grf_mode(func: ir.FuncOp, options) -> Optional[int]:
     """Registers per thread for ``func`` (lane level): the user's ``options.grf_mode`` if given, else
     256 when the estimate exceeds ``FILL`` of the 128-register file and the target has 256-GRF
-    mode, else 128. None for targets without a GRF (the CPU device)."""
+    mode, else 128. None when there is nothing to ask the driver: targets without a GRF (the CPU
+    device) or with one mode only (dg2)."""
     t = options.target
-    if t.is_cpu:
+    if t.is_cpu or len(t.grf_modes) < 2:
         return None
     if options.grf_mode is not None:
         return options.grf_mode
