@@ -38,3 +38,36 @@ def test_pvc_k_loop_is_dpas_block_loads_and_prefetches(dtype, layout):
 def test_dg2_has_8_wide_dpas(dtype):
     r = one("dg2", DTYPES[dtype], "nn", 64, 64, 64 if dtype == "int8" else 32, 8, 128)
     assert r["dpas"] > 0, r
+
+
+def test_grf_mode_is_chosen_from_the_lane_ir():
+    """The flagship GEMM (256x256x32, 32 subgroups) needs 256-GRF mode and gets it without asking;
+    a 64x64 tile stays at 128; the ISA tool uses the same decision; CPU targets have no GRF."""
+    from gemm import gemm_kernel
+    from isa_report import signature
+    from xekern.runtime.device import grf_copts
+    from xekern.tools.isa import compile_isa
+    big = gemm_kernel.compile_offline(signature(xl.bfloat16, xl.float32, "nn", 256, 256, 32, 2), target="pvc",
+                                      num_subgroups=32)
+    assert big.grf_mode == 256
+    r = compile_isa(big.spirv, big.name, "pvc", grf_mode=big.grf_mode)
+    assert r.grf_mode == 256 and r.spilled_around == 0 and r.scratch_bytes == 0, r.summary()
+    small = gemm_kernel.compile_offline(signature(xl.bfloat16, xl.float32, "nn", 64, 64, 32, 2), target="pvc",
+                                        num_subgroups=8)
+    assert small.grf_mode == 128
+    r = compile_isa(small.spirv, small.name, "pvc", grf_mode=small.grf_mode)
+    assert r.grf_mode == 128 and r.spilled_around == 0 and r.scratch_bytes == 0, r.summary()
+    forced = gemm_kernel.compile_offline(signature(xl.bfloat16, xl.float32, "nn", 64, 64, 32, 2), target="pvc",
+                                         num_subgroups=8, grf_mode=256)
+    assert forced.grf_mode == 256
+    cpu = gemm_kernel.compile_offline(signature(xl.float32, xl.float32, "nn", 64, 64, 16, 2), target="cpu",
+                                      num_subgroups=8, grf_mode=256)
+    assert cpu.grf_mode is None
+
+    class Dev:
+        is_cpu, backend = False, "backend_type.level_zero"
+    assert grf_copts(Dev, 256) == "-ze-opt-large-register-file"
+    Dev.backend = "backend_type.opencl"
+    assert grf_copts(Dev, 256) == "-cl-intel-256-GRF-per-thread"
+    Dev.is_cpu = True
+    assert grf_copts(Dev, 256) == ""

@@ -79,3 +79,39 @@ def test_layout_conversion_goes_through_slm():
 def test_named_barriers_are_hardware_barriers():
     r = isa(nbarrier_exchange, dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), ROUNDS=2), "pvc")
     assert r.counts.barriers >= 4, r.summary()
+
+
+@xk.jit
+def hinted(x_ptr, y_ptr, o_ptr, BLOCK: xl.constexpr, HINT: xl.constexpr):
+    r = xl.arange(0, BLOCK)
+    a = xl.load(x_ptr + r)
+    a = a * a + 1.0
+    if HINT:
+        xl.compile_hint()
+    b = xl.load(y_ptr + r)
+    xl.store(o_ptr + r, a + b)
+
+
+def _order(r):
+    """The kernel's sends (S) and float multiplies (*) in ISA order, other instructions dropped."""
+    import re
+    seq = []
+    for line in r.text.splitlines():
+        m = re.match(r"\s*(?:\([^)]*\)\s*)?([a-z][a-z0-9_.]*)", line)
+        if m and (m.group(1).startswith("send") or m.group(1) in ("mul", "mad")):
+            seq.append("S" if m.group(1).startswith("send") else "*")
+    return "".join(seq)
+
+
+@pytest.mark.parametrize("target", ["pvc", "dg2"])
+def test_compile_hint_is_a_scheduling_fence(target):
+    """``xl.compile_hint()`` is vISA's ``fence_sw``: IGC issues the second load's messages after the
+    multiply above the hint, where without it it hoists them next to the first load's."""
+    sig = dict(x_ptr=P(xl.float32), y_ptr=P(xl.float32), o_ptr=P(xl.float32), BLOCK=256)
+    free = _order(isa(hinted, dict(sig, HINT=False), target, num_subgroups=1))
+    fenced = _order(isa(hinted, dict(sig, HINT=True), target, num_subgroups=1))
+    loads = 256 // {"pvc": 16, "dg2": 8}[target]
+    first_mul = lambda s: s.index("*")  # noqa: E731
+    # sends before the first multiply: address loads + both tiles' loads without the fence, one tile's with it
+    assert free[:first_mul(free)].count("S") >= 2 * loads, free
+    assert fenced[:first_mul(fenced)].count("S") < 2 * loads <= fenced.count("S"), fenced

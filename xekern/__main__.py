@@ -259,6 +259,8 @@ def compile_from_args(args):
 
 def isa_report(compiled, target: str, grf: Optional[int], keep: Optional[str] = None):
     from xekern.tools.isa import compile_isa
+    # without --grf: the mode the runtime would ask the driver for (lowering/grf.py)
+    grf = grf if grf is not None else compiled.grf_mode
     return compile_isa(compiled.spirv, compiled.name, target, grf_mode=grf, work_dir=keep)
 
 

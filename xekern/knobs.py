@@ -12,6 +12,7 @@
 | ``XEKERN_DEBUG`` | ``0`` | ``1`` keeps ``xl.device_assert`` / ``xl.device_print`` in kernels |
 | ``XEKERN_LLVM_ISOLATION`` | ``1`` | ``0`` runs LLVM inside the user's process (an LLVM abort then ends it) |
 | ``XEKERN_OCL_ICD`` | found | path of the OpenCL CPU runtime library (``libintelocl.so``) if it is not found |
+| ``XEKERN_SPIRV_EXT`` | from the target | ``1``/``0`` forces GPU codegen's SPIR-V 2D block IO / matrix-multiply ops table on/off |
 """
 from __future__ import annotations
 
@@ -65,3 +66,9 @@ def llvm_isolation() -> bool:
 
 def ocl_icd() -> Optional[str]:
     return os.environ.get("XEKERN_OCL_ICD") or None
+
+
+def spirv_ext() -> Optional[bool]:
+    """``XEKERN_SPIRV_EXT``: True/False forces the SPIR-V ops table, None leaves it to the target."""
+    v = os.environ.get("XEKERN_SPIRV_EXT", "").strip()
+    return None if v == "" else _flag("XEKERN_SPIRV_EXT", False)

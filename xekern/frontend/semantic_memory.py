@@ -391,4 +391,7 @@ class MemorySemantic:
         self.b.create(ir.NBarrierWaitOp, nb.handle)
 
     def compile_hint(self, hint="scheduling_barrier"):
-        self.b.create(ir.CompileHintOp, unwrap(hint))
+        hint = unwrap(hint)
+        if hint != "scheduling_barrier":
+            raise SemanticError(f"compile_hint({hint!r}): the only hint is 'scheduling_barrier'")
+        self.b.create(ir.CompileHintOp, hint)

@@ -21,8 +21,9 @@ from ..ir.core import IRError
 from ..targets import Target
 from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
+from .grf import choose_grf_mode
 from . import llvm as llvm_stage
-from .codegen import rules_arith, rules_block, rules_debug, rules_memory  # noqa: F401  (they register their rules)
+from .codegen import rules_arith, rules_block, rules_debug, rules_memory, rules_spirv_block  # noqa: F401  (they register their rules)
 from .codegen.core import generate
 from .rewrite import PassError
 
@@ -38,11 +39,15 @@ class Options:
     opt_level: int = 1                 # LLVM's O1: the driver (OpenCL CPU, IGC) optimizes again anyway;
                                        # O2 costs twice the time here and gives the same SPIR-V size
     level: str = "wg"                  # the kernel's programming level (@xk.jit(level=...)): wg, sg or lane
+    # GPU: emit 2D block IO and DPAS as the SPIR-V ops of SPV_INTEL_2d_block_io /
+    # SPV_INTEL_subgroup_matrix_multiply_accumulate (current drivers) instead of IGC 12504's builtins
+    spirv_ext: bool = False
 
     @property
     def key(self) -> tuple:
         """What distinguishes two compilations besides source and signature."""
-        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.level)
+        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.spirv_ext,
+                self.level)
 
     @property
     def sg_size(self) -> int:
@@ -83,6 +88,7 @@ class Compiled:
     slm_bytes: int
     timings: Dict[str, float] = field(default_factory=dict)
     extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
+    grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -158,7 +164,17 @@ def spirv_text(spirv: bytes) -> str:
     if tool is None:
         return f"; {len(spirv)} bytes of SPIR-V (install spirv-tools for a disassembly)\n"
     r = subprocess.run([tool, "-", "-o", "-"], input=spirv, capture_output=True)
-    return r.stdout.decode() if r.returncode == 0 else f"; spirv-dis failed: {r.stderr.decode()}"
+    if r.returncode == 0:
+        return r.stdout.decode()
+    from ..tools import spirv as sp
+    intel = sp.ops(spirv)
+    if not intel:
+        return f"; spirv-dis failed: {r.stderr.decode()}"
+    # an older spirv-dis stops at the 2D block IO / MMA ops: show the rest, and those ops by name
+    r = subprocess.run([tool, "-", "-o", "-"], input=sp.without_intel_ops(spirv), capture_output=True)
+    head = "".join(f"; {o.name} {' '.join(f'%{x}' for x in o.operands)}\n" for o in intel)
+    return (f"; this spirv-dis does not know {', '.join(sorted(set(sp.extensions(spirv)) & set(sp.EXTENSIONS)))}; "
+            f"their ops (ids as below):\n{head}" + r.stdout.decode())
 
 
 def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
@@ -176,6 +192,7 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("xegpu", func)
     lane = run_passes(func, options, asm, timings, dump)
+    grf_mode = choose_grf_mode(lane, options)
     t0 = time.perf_counter()
     try:
         cg = generate(lane, options)
@@ -197,4 +214,4 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("llir", opt_llir)
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents)
+                    extents, grf_mode)

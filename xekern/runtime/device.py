@@ -147,19 +147,31 @@ def target_for(device=None) -> Target:
                       f"closest of {', '.join(t for t in TARGETS if TARGETS[t].kind == 'gpu')}")
 
 
-def build_kernel(queue, spirv: bytes, name: str):
-    """A launchable kernel from SPIR-V (the driver's compile happens here)."""
+def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
+    """A launchable kernel from SPIR-V (the driver's compile happens here). ``grf_mode`` (128/256,
+    ``Compiled.grf_mode``) becomes the GPU driver's register-file option; CPU devices have no GRF."""
     dp = dpctl()
     prog_mod = dp.program
     make = getattr(prog_mod, "create_program_from_spirv", None)
     if make is None:  # newer dpctl
         import dpctl.compiler as comp  # type: ignore
         make = comp.create_kernel_bundle_from_spirv
+    copts = grf_copts(queue.sycl_device, grf_mode)
     try:
-        prog = make(queue, spirv)
+        prog = make(queue, spirv, copts) if copts else make(queue, spirv)
     except Exception as e:
-        raise LaunchError(f"the device driver rejected kernel '{name}': {e}") from None
+        raise LaunchError(f"the device driver rejected kernel '{name}'"
+                          f"{f' (options {copts!r})' if copts else ''}: {e}") from None
     return prog.get_sycl_kernel(name)
+
+
+def grf_copts(device, grf_mode) -> str:
+    """The driver options for ``grf_mode`` on ``device`` ('' on a CPU device or for None)."""
+    if grf_mode is None or device.is_cpu:
+        return ""
+    from ..lowering.grf import build_options
+    backend = "opencl" if "opencl" in str(device.backend).lower() else "level_zero"
+    return build_options(grf_mode, backend)
 
 
 def describe_devices() -> List[dict]:

@@ -32,7 +32,7 @@ from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
 LEVELS = {"workgroup": "wg", "subgroup": "sg", "lane": "lane"}
-LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
+LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level", "spirv_ext")
 _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
@@ -72,6 +72,7 @@ class CompiledKernel:
         self.meta = meta
         self.workgroup_size = meta["workgroup_size"]
         self.slm_bytes = meta.get("slm_bytes", 0)
+        self.grf_mode = meta.get("grf_mode")  # asked of the GPU driver at build (lowering/grf.py)
         self.extents = meta.get("extents") or ()  # descriptor shapes checked against buffers at launch
         self._asm = asm
         self._rebuild = rebuild
@@ -108,7 +109,7 @@ class CompiledKernel:
             if self.slm_bytes > d.local_mem_size:
                 raise LaunchError(f"kernel '{self.name}' needs {self.slm_bytes} bytes of shared local memory; "
                                   f"{d.name!r} has {d.local_mem_size}")
-            k = dev.build_kernel(queue, self.spirv, self.name)
+            k = dev.build_kernel(queue, self.spirv, self.name, self.grf_mode)
             self._kernels[id(queue)] = (k, queue)  # the queue is kept alive, so its id stays unique
             return k
         return k[0]
@@ -495,7 +496,7 @@ class JITFunction:
     def options(self, overrides: Dict[str, Any], target: Target) -> Options:
         debug = bool(overrides.get("debug", self.debug))
         ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug,
-                overrides.get("opt_level"))
+                overrides.get("opt_level"), overrides.get("spirv_ext"), knobs.spirv_ext())
         opts = self._options.get(ckey)
         if opts is None:
             opts = self._options[ckey] = self._make_options(overrides, target, debug)
@@ -509,8 +510,18 @@ class JITFunction:
             raise LaunchError(f"num_subgroups={ns} makes a workgroup of {ns * target.sg_size} work items; "
                               f"{target.name} allows at most {target.max_workgroup_size} "
                               f"({target.max_subgroups} subgroups)")
+        grf = overrides.get("grf_mode")
+        if grf is not None and target.kind == "gpu" and grf not in target.grf_modes:
+            raise LaunchError(f"grf_mode={grf!r}: {target.name} has {' or '.join(map(str, target.grf_modes))} "
+                              f"registers per thread (None chooses)")
+        spirv_ext = overrides.get("spirv_ext")
+        if spirv_ext is None:
+            spirv_ext = knobs.spirv_ext()
+        if spirv_ext is None:
+            spirv_ext = target.spirv_block_io
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
                        level=self.level,
+                       spirv_ext=bool(spirv_ext) and target.kind == "gpu",
                        # GPU: IGC optimizes the SPIR-V itself, and LLVM's passes before it only raise
                        # register pressure (the flagship GEMM spills at O1 on pvc, not at O0)
                        opt_level=int(overrides.get("opt_level", 0 if target.kind == "gpu" else 1)))
@@ -544,7 +555,7 @@ class JITFunction:
         stats["compiles"] += 1
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
-                "target": options.target.name, "extents": c.extents}
+                "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 

@@ -22,12 +22,13 @@ from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
 GLOBAL, LOCAL = 1, 3
 
 RULES: Dict[type, Callable] = {}           # op class -> rule, shared by every target
-TARGET_RULES: Dict[str, Dict[type, Callable]] = {}   # codegen family -> op class -> rule
+TARGET_RULES: Dict[str, Dict[type, Callable]] = {}   # table name -> op class -> rule
 
 
 def rule(*classes, family: Optional[str] = None):
-    """Register a codegen rule ``fn(cg, op) -> list of results`` for op classes (optionally for
-    one codegen family: ``cpu`` or ``gpu``)."""
+    """Register a codegen rule ``fn(cg, op) -> list of results`` for op classes (optionally in one
+    table: ``cpu``, ``gpu``, or ``spirv_ext``, which is layered over ``gpu`` for targets whose
+    drivers take the SPIR-V 2D block IO and matrix ops; see ``tables``)."""
     def deco(fn):
         table = RULES if family is None else TARGET_RULES.setdefault(family, {})
         for c in classes:
@@ -154,7 +155,8 @@ class CodeGen:
         self.slm_bytes = 0
         self.extensions = set()
         self.rules = dict(RULES)
-        self.rules.update(TARGET_RULES.get(family, {}))
+        for table in tables(options, family):
+            self.rules.update(TARGET_RULES.get(table, {}))
         self._cache: Dict[tuple, object] = {}
         from .rules_block import fused_loads
         self.fused = fused_loads(func, family)
@@ -302,6 +304,13 @@ def f32_to_bf16_bits(x: float) -> int:
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
     rounding = ((bits >> 16) & 1) + 0x7FFF
     return ((bits + rounding) >> 16) & 0xFFFF
+
+
+def tables(options, family: str) -> List[str]:
+    """The rule tables of a compilation, later ones overriding earlier ones: the op's target
+    family (``cpu``/``gpu``), then ``spirv_ext`` when ``options.spirv_ext`` selects the SPIR-V
+    2D block IO / matrix-multiply ops (``rules_spirv_block``)."""
+    return [family] + (["spirv_ext"] if family == "gpu" and getattr(options, "spirv_ext", False) else [])
 
 
 def generate(func: ir.FuncOp, options) -> "CodeGen":

@@ -397,7 +397,19 @@ def _fence(cg: CodeGen, op):
 
 @rule(ir.CompileHintOp)
 def _compile_hint(cg: CodeGen, op):
-    return []  # IGC 12504 offers SPIR-V no scheduling barrier; the hint stays in the IR (see docs)
+    return []  # the CPU device's compiler has no scheduling barrier to give (docs/language.md)
+
+
+@rule(ir.CompileHintOp, family="gpu")
+def _compile_hint_gpu(cg: CodeGen, op):
+    """vISA's software fence ``fence_sw`` as inline vISA: IGC's scheduler moves no instruction across
+    it and it emits no instruction itself. Measured with IGC 12504 on pvc (tests/test_gpu_isa.py):
+    ``a = load; a = a*a+1; hint; b = load`` keeps the multiply before the second load's messages,
+    which IGC otherwise issues together with the first ones. It has no operands, so IGC's
+    dropping of statements with unprovably-uniform operands (``rules_block._inline_asm``) cannot hit it."""
+    cg.extensions.add("SPV_INTEL_inline_assembly")
+    cg.b.call(ll.InlineAsm(ll.FunctionType(ll.VoidType(), []), "fence_sw", "", side_effect=True), [])
+    return []
 
 
 @rule(ir.ReturnOp)

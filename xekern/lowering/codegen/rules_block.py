@@ -213,17 +213,30 @@ def _block_fits(cg: CodeGen, op, store: bool = False) -> bool:
 
 # ---- GPU 2D block IO (pvc / bmg) --------------------------------------------------------------------
 
+def region(cg: CodeGen, d: NdDesc, origin: List) -> List:
+    """(width, height, pitch, x, y) of a 2D block message over the descriptor's tensor: width, pitch
+    and x in elements, height and y in rows (a 1-D descriptor is one row)."""
+    if len(d.shape) == 1:
+        return [d.shape[0], cg.i32(1), d.shape[0], origin[0], cg.i32(0)]
+    return [d.shape[1], d.shape[0], d.strides[0], origin[1], origin[0]]
+
+
 def _surface(cg: CodeGen, d: NdDesc, origin: List):
-    """(base i64, width_bytes-1, height-1, pitch_bytes-1, x, y) of a 2D block message."""
+    """(base i64, width_bytes-1, height-1, pitch_bytes-1, x, y): IGC 12504's encoding of a region."""
     b = cg.b
     eb = d.type.elem.itemsize
-    base = b.ptrtoint(d.base, I64)
-    if len(d.shape) == 1:
-        width, height, pitch, x, y = d.shape[0], cg.i32(1), d.shape[0], origin[0], cg.i32(0)
-    else:
-        width, height, pitch, x, y = d.shape[1], d.shape[0], d.strides[0], origin[1], origin[0]
+    width, height, pitch, x, y = region(cg, d, origin)
     m1 = lambda v: b.sub(v, cg.i32(1))  # noqa: E731
-    return [base, m1(b.mul(width, cg.i32(eb))), m1(height), m1(b.mul(pitch, cg.i32(eb))), x, y]
+    return [b.ptrtoint(d.base, I64), m1(b.mul(width, cg.i32(eb))), m1(height), m1(b.mul(pitch, cg.i32(eb))), x, y]
+
+
+def _genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, transpose: bool, vnni: bool,
+                 vt: ll.VectorType):
+    """One 2D block read message as IGC 12504's ``LSC2DBlockRead`` intrinsic (HARDWARE.md)."""
+    surf = _surface(cg, d, [y, x] if len(d.shape) == 2 else [x])
+    args = surf[:4] + [x, y, cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(transpose)),
+                       ll.Constant(I1, int(vnni))]
+    return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)
 
 
 def _unpacked(cg: CodeGen, vec, count: int, t: DType) -> VecSlots:
@@ -241,7 +254,9 @@ def _unpacked(cg: CodeGen, vec, count: int, t: DType) -> VecSlots:
     return lazy_slots(cg, vec, count, per, make)
 
 
-def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
+def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) -> List:
+    """A 2D block load as one message ``read(cg, d, x, y, bits, w, h, n, transpose, vnni, vt)`` (the
+    table's spelling of the message), unpacked into the result tiles' slots."""
     t = d.type.elem
     h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
     gv, n = op.attrs.get("block_grid") or (1, len(op.results))
@@ -254,7 +269,7 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
                         f"limits", op)
     tiles = op.attrs["tiles"]
     if tr:
-        return [_load_transposed32(cg, op, d, tiles[0])]
+        return [_load_transposed32(cg, op, d, tiles[0], read)]
     slots = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles)
     # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane;
     # more than 16 components travel as dwords (LLVM's SPIR-V backend and spirv-val cap vectors at 16)
@@ -262,10 +277,8 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     word = natural if slots * t.bits // natural <= 16 else 32
     count = slots * t.bits // word
     vt = ll.VectorType(ll.IntType(word), count)
-    name = f"llvm.genx.GenISA.LSC2DBlockRead.v{count}i{word}"
-    args = _surface(cg, d, _origin(cg, d, op)) + [cg.i32(t.bits), cg.i32(w), cg.i32(h), cg.i32(n),
-                                                  ll.Constant(I1, int(tr)), ll.Constant(I1, int(packed))]
-    vec = cg.ocl.intrinsic(cg.b, name, vt, args)
+    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
+    vec = read(cg, d, x, y, t.bits, w, h, n, tr, packed, vt)
     out, k = [], 0
     for tile in tiles:
         m = len(lane_slot_offsets(tile.layout, tile.shape))
@@ -279,16 +292,14 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     return out
 
 
-def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile) -> List:
+def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile, read=_genisa_read) -> List:
     """A transposed block read as 32-bit elements (``transpose_bit_width = 32``), see ``_transpose32``."""
     t = d.type.elem
     dwords, rows = _transpose32(t, tile.layout, tile.shape, cg.target.sg_size)
-    surf = _surface(cg, d, _origin(cg, d, op))
+    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
     # x is in elements of the message: dwords of the memory row
-    surf[4] = cg.b.udiv(cg.b.mul(surf[4], cg.i32(t.bits)), cg.i32(32)) if t.bits < 32 else surf[4]
-    vt = ll.VectorType(I32, dwords)
-    args = surf + [cg.i32(32), cg.i32(dwords), cg.i32(rows), cg.i32(1), ll.Constant(I1, 1), ll.Constant(I1, 0)]
-    vec = cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{dwords}i32", vt, args)
+    x = cg.b.udiv(cg.b.mul(x, cg.i32(t.bits)), cg.i32(32)) if t.bits < 32 else x
+    vec = read(cg, d, x, y, 32, dwords, rows, 1, True, False, ll.VectorType(I32, dwords))
     m = len(lane_slot_offsets(tile.layout, tile.shape))
     if t.bits < 32 and tile.layout.lane_data == (1, 1):  # A fragment: one element per component
         vec = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))
