@@ -262,10 +262,7 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     word = natural if slots * t.bits // natural <= 16 else 32
     count = slots * t.bits // word
     vt = ll.VectorType(ll.IntType(word), count)
-    name = f"llvm.genx.GenISA.LSC2DBlockRead.v{count}i{word}"
-    args = _surface(cg, d, _origin(cg, d, op)) + [cg.i32(t.bits), cg.i32(w), cg.i32(h), cg.i32(n),
-                                                  ll.Constant(I1, int(tr)), ll.Constant(I1, int(packed))]
-    vec = cg.ocl.intrinsic(cg.b, name, vt, args)
+    vec = _block_read(cg, vt, _surface(cg, d, _origin(cg, d, op)), t.bits, w, h, n, tr, packed)
     out, k = [], 0
     for tile in tiles:
         m = len(lane_slot_offsets(tile.layout, tile.shape))
@@ -279,6 +276,74 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     return out
 
 
+def _block_read(cg: CodeGen, vt, surf: List, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
+    """One 2D block read of ``n`` blocks of ``h`` x ``w`` ``bits``-bit elements into a ``vt`` per lane:
+    inline vISA from a payload built once when the result is small enough (``raw_block2d_bits``),
+    else IGC's ``LSC2DBlockRead`` (which builds the payload again for every message)."""
+    if vt.count * vt.element.width == cg.target.raw_block2d_bits:
+        return _raw_block2d(cg, vt, surf, bits, w, h, n, tr, vnni)
+    args = surf + [cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(tr)), ll.Constant(I1, int(vnni))]
+    return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)
+
+
+# LSC message descriptor fields (Xe-HPC): what IGC 12504 itself encodes for load_block2d (read back
+# from its ISA: d16 8x16 0x02400203, d16v 16x16 0x02800283, d32t 0x02408403, prefetch 0x02080203)
+_LSC_LOAD_BLOCK2D, _LSC_VNNI, _LSC_TRANSPOSE, _LSC_L1_L3_CACHED = 0x03, 1 << 7, 1 << 15, 4 << 17
+_LSC_DATA_SIZE = {8: 0, 16: 1, 32: 2, 64: 3}
+
+
+def _split_constant(v) -> Tuple[object, int]:
+    """``v`` as (value or None, constant): peels constant addends off an ``add`` chain."""
+    if isinstance(v, ll.Constant):
+        return None, int(v.constant)
+    if isinstance(v, ll.Instruction) and v.opname == "add" and isinstance(v.operands[1], ll.Constant):
+        rest, c = _split_constant(v.operands[0])
+        return rest, c + int(v.operands[1].constant)
+    return v, 0
+
+
+def _payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
+    """The 2D block message payload as one GRF, dword ``i`` in lane ``i``: base (2 dwords), width,
+    height and pitch (bytes - 1), x, y, block shape ((n-1) << 16 | (h-1) << 8 | (w-1)).
+
+    Built as ``constant part + (lane == 5 ? x : 0) + (lane == 6 ? y : 0)``, where the constant part
+    holds everything loop-invariant (the surface, the block shape and the constant addends of x and
+    y): LLVM's reassociate and LICM then hoist all but the loop-varying coordinate, and messages
+    that share it share its select, so a message in a K loop costs one add and its send."""
+    b = cg.b
+    base = surf[0]
+    (xv, xc), (yv, yc) = _split_constant(surf[4]), _split_constant(surf[5])
+    vals = [b.trunc(base, I32), b.trunc(b.lshr(base, ll.Constant(I64, 32)), I32), surf[1], surf[2], surf[3],
+            cg.i32(xc), cg.i32(yc), cg.i32((n - 1) << 16 | (h - 1) << 8 | (w - 1))]
+    lane = cg.lane_id()
+    is_lane = lambda i: b.icmp_unsigned("==", lane, cg.i32(i))  # noqa: E731
+    cur = cg.i32(0)
+    for i in reversed(range(8)):
+        cur = b.select(is_lane(i), vals[i], cur)
+    for i, v in ((6, yv), (5, xv)):
+        if v is not None:
+            cur = b.add(cur, b.select(is_lane(i), v, cg.i32(0)))
+    return cur
+
+
+def _raw_block2d(cg: CodeGen, vt, surf: List, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
+    """A 2D block read into ``vt`` (a 128-bit vector per lane: the largest inline-asm result LLVM's
+    SPIR-V backend takes), or a prefetch (``vt`` None), as one inline vISA ``raw_sends`` of the
+    payload ``_payload`` builds (2 instructions per message in a K loop instead of IGC's 7)."""
+    lanes = cg.target.sg_size
+    grfs = 0 if vt is None else vt.count * vt.element.width // 8 * lanes // cg.target.grf_bytes
+    desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
+            | (_LSC_L1_L3_CACHED if vt is None else 0) | grfs << 20 | 1 << 25)
+    payload = _payload(cg, surf, w, h, n)
+    cg.extensions.add("SPV_INTEL_inline_assembly")
+    if vt is None:
+        text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $0.0 %null.0 %null.0"
+        fty = ll.FunctionType(ll.VoidType(), [I32])
+        return cg.b.call(ll.InlineAsm(fty, text, "rw", side_effect=True), [payload])
+    text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $1.0 %null.0 $0.0"
+    return cg.b.call(ll.InlineAsm(ll.FunctionType(vt, [I32]), text, "=rw,rw", side_effect=True), [payload])
+
+
 def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile) -> List:
     """A transposed block read as 32-bit elements (``transpose_bit_width = 32``), see ``_transpose32``."""
     t = d.type.elem
@@ -286,9 +351,7 @@ def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile) -> List:
     surf = _surface(cg, d, _origin(cg, d, op))
     # x is in elements of the message: dwords of the memory row
     surf[4] = cg.b.udiv(cg.b.mul(surf[4], cg.i32(t.bits)), cg.i32(32)) if t.bits < 32 else surf[4]
-    vt = ll.VectorType(I32, dwords)
-    args = surf + [cg.i32(32), cg.i32(dwords), cg.i32(rows), cg.i32(1), ll.Constant(I1, 1), ll.Constant(I1, 0)]
-    vec = cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{dwords}i32", vt, args)
+    vec = _block_read(cg, ll.VectorType(I32, dwords), surf, 32, dwords, rows, 1, True, False)
     m = len(lane_slot_offsets(tile.layout, tile.shape))
     if t.bits < 32 and tile.layout.lane_data == (1, 1):  # A fragment: one element per component
         vec = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))
@@ -343,9 +406,13 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     if info is None:
         return
     h, w = min(h, info.max_height), min(w, info.max_width)
+    surf = _surface(cg, d, _origin(cg, d, op))
+    if cg.target.raw_block2d_bits:
+        _raw_block2d(cg, None, surf, t.bits, w, h, 1, False, False)
+        return
     text = (f"lsc_load_block2d.ugm.ca.ca (M1, {cg.target.sg_size}) %null:d{t.bits}.1x{w}x{h}nn "
             f"flat[$0,$1,$2,$3,$4,$5]")
-    _inline_asm(cg, text, _surface(cg, d, _origin(cg, d, op)), "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
+    _inline_asm(cg, text, surf, "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
 
 
 def fused_loads(func: ir.FuncOp, family: str) -> set:
