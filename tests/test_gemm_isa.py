@@ -1,7 +1,8 @@
 """The flagship GEMM (examples/gemm) compiled offline for pvc at the issue's configuration (256x256
 tile, 32 subgroups, 256-GRF mode) and for dg2: what the production compiler makes of it. Nothing
-runs on a GPU; the ISA is the judge. The dpas-density goal (>= 60% of the K-loop) is a benchmark
-figure (``python examples/gemm/gemm.py --isa``), not a test."""
+runs on a GPU; the ISA is the judge. The dpas density floors are what the code generator achieves
+with IGC 12504 (``python examples/gemm/gemm.py --isa``), a little below so a scheduling change in
+IGC's output does not fail them; the >= 60% goal is not reached (see examples/gemm/isa_report.py)."""
 import os
 import sys
 
@@ -15,6 +16,9 @@ from isa_report import one  # noqa: E402
 DTYPES = {"bf16": xl.bfloat16, "f16": xl.float16, "int8": xl.int8}
 INT8_AT = "int8 A^T has no 2D block load (d8 transpose does not exist): it falls back to gathers and spills"
 CASES = [(d, lay) for d in DTYPES for lay in ("nn", "nt", "tn", "tt")]
+# dpas share of the K loop measured: nn 26.7%, nt 26.2%, tn 17.6%, tt 17.0% (bf16, f16 and int8 alike);
+# before the A loads and prefetches went through raw_sends from a hoisted payload: 18.7 / 17.5 / 12.9 / 13.1
+MIN_DENSITY = {"nn": 0.25, "nt": 0.25, "tn": 0.165, "tt": 0.16}
 
 
 def marks(dtype, layout):
@@ -32,6 +36,7 @@ def test_pvc_k_loop_is_dpas_block_loads_and_prefetches(dtype, layout):
     assert r["loads"] > 0 and r["other_sends"] == 0, f"a K-loop load is not a 2D block load: {r}"
     assert r["prefetch"] == 2, f"one prefetch of A and one of B per K step expected: {r}"
     assert r["stores"] > 0, f"the C tile is never stored: {r}"
+    assert r["density"] >= MIN_DENSITY[layout], f"K-loop dpas share fell below {MIN_DENSITY[layout]:.1%}: {r}"
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])

@@ -88,6 +88,11 @@ class Target:
     # blocks). Off for pvc: IGC 12504 copies every sub-block out of a merged read, which cost more
     # than the message it saves (flagship bf16 GEMM K-loop: 227 instructions merged, 153 not)
     merge_block2d: bool = False
+    # 2D block loads whose per-lane result is at most this many bits, and 2D block prefetches, are
+    # sent as inline vISA ``raw_sends`` from a message payload built once outside loops (only x and y
+    # are written per message). IGC 12504 rebuilds the whole payload (6 movs) for every
+    # LSC2DBlockRead; LLVM's SPIR-V backend allows inline-asm results of at most 128 bits. 0: off.
+    raw_block2d_bits: int = 0
 
     peak_tflops_bf16: Optional[float] = None
     # lower-case substrings of the driver's device name that identify this family (``target_for``)
@@ -181,7 +186,7 @@ PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
-    iga_platform="12p72", peak_tflops_bf16=839.0,
+    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=128,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide
     # (Xe-HPC); 128/256 GRF modes, 32 named barriers, 2 x 64 Xe cores (Max 1550): HARDWARE.md

@@ -232,8 +232,12 @@ def _surface(cg: CodeGen, d: NdDesc, origin: List):
 
 def _genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, transpose: bool, vnni: bool,
                  vt: ll.VectorType):
-    """One 2D block read message as IGC 12504's ``LSC2DBlockRead`` intrinsic (HARDWARE.md)."""
+    """One 2D block read message: inline vISA from a payload built once when the result is
+    ``raw_block2d_bits`` per lane (``_raw_block2d``), else IGC 12504's ``LSC2DBlockRead`` intrinsic
+    (HARDWARE.md), which builds the payload again for every message."""
     surf = _surface(cg, d, [y, x] if len(d.shape) == 2 else [x])
+    if vt.count * vt.element.width == cg.target.raw_block2d_bits:
+        return _raw_block2d(cg, vt, surf, bits, w, h, n, transpose, vnni)
     args = surf[:4] + [x, y, cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(transpose)),
                        ll.Constant(I1, int(vnni))]
     return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)
@@ -290,6 +294,64 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
         out.append(_unpacked(cg, part, m, t))
         k += m
     return out
+
+
+# LSC message descriptor fields (Xe-HPC): what IGC 12504 itself encodes for load_block2d (read back
+# from its ISA: d16 8x16 0x02400203, d16v 16x16 0x02800283, d32t 0x02408403, prefetch 0x02080203)
+_LSC_LOAD_BLOCK2D, _LSC_VNNI, _LSC_TRANSPOSE, _LSC_L1_L3_CACHED = 0x03, 1 << 7, 1 << 15, 4 << 17
+_LSC_DATA_SIZE = {8: 0, 16: 1, 32: 2, 64: 3}
+
+
+def _split_constant(v) -> Tuple[object, int]:
+    """``v`` as (value or None, constant): peels constant addends off an ``add`` chain."""
+    if isinstance(v, ll.Constant):
+        return None, int(v.constant)
+    if isinstance(v, ll.Instruction) and v.opname == "add" and isinstance(v.operands[1], ll.Constant):
+        rest, c = _split_constant(v.operands[0])
+        return rest, c + int(v.operands[1].constant)
+    return v, 0
+
+
+def _payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
+    """The 2D block message payload as one GRF, dword ``i`` in lane ``i``: base (2 dwords), width,
+    height and pitch (bytes - 1), x, y, block shape ((n-1) << 16 | (h-1) << 8 | (w-1)).
+
+    Built as ``constant part + (lane == 5 ? x : 0) + (lane == 6 ? y : 0)``, where the constant part
+    holds everything loop-invariant (the surface, the block shape and the constant addends of x and
+    y): LLVM's reassociate and LICM then hoist all but the loop-varying coordinate, and messages
+    that share it share its select, so a message in a K loop costs one add and its send."""
+    b = cg.b
+    base = surf[0]
+    (xv, xc), (yv, yc) = _split_constant(surf[4]), _split_constant(surf[5])
+    vals = [b.trunc(base, I32), b.trunc(b.lshr(base, ll.Constant(I64, 32)), I32), surf[1], surf[2], surf[3],
+            cg.i32(xc), cg.i32(yc), cg.i32((n - 1) << 16 | (h - 1) << 8 | (w - 1))]
+    lane = cg.lane_id()
+    is_lane = lambda i: b.icmp_unsigned("==", lane, cg.i32(i))  # noqa: E731
+    cur = cg.i32(0)
+    for i in reversed(range(8)):
+        cur = b.select(is_lane(i), vals[i], cur)
+    for i, v in ((6, yv), (5, xv)):
+        if v is not None:
+            cur = b.add(cur, b.select(is_lane(i), v, cg.i32(0)))
+    return cur
+
+
+def _raw_block2d(cg: CodeGen, vt, surf: List, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
+    """A 2D block read into ``vt`` (a 128-bit vector per lane: the largest inline-asm result LLVM's
+    SPIR-V backend takes), or a prefetch (``vt`` None), as one inline vISA ``raw_sends`` of the
+    payload ``_payload`` builds (2 instructions per message in a K loop instead of IGC's 7)."""
+    lanes = cg.target.sg_size
+    grfs = 0 if vt is None else vt.count * vt.element.width // 8 * lanes // cg.target.grf_bytes
+    desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
+            | (_LSC_L1_L3_CACHED if vt is None else 0) | grfs << 20 | 1 << 25)
+    payload = _payload(cg, surf, w, h, n)
+    cg.extensions.add("SPV_INTEL_inline_assembly")
+    if vt is None:
+        text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $0.0 %null.0 %null.0"
+        fty = ll.FunctionType(ll.VoidType(), [I32])
+        return cg.b.call(ll.InlineAsm(fty, text, "rw", side_effect=True), [payload])
+    text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $1.0 %null.0 $0.0"
+    return cg.b.call(ll.InlineAsm(ll.FunctionType(vt, [I32]), text, "=rw,rw", side_effect=True), [payload])
 
 
 def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile, read=_genisa_read) -> List:
@@ -354,9 +416,13 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     if info is None:
         return
     h, w = min(h, info.max_height), min(w, info.max_width)
+    surf = _surface(cg, d, _origin(cg, d, op))
+    if cg.target.raw_block2d_bits:
+        _raw_block2d(cg, None, surf, t.bits, w, h, 1, False, False)
+        return
     text = (f"lsc_load_block2d.ugm.ca.ca (M1, {cg.target.sg_size}) %null:d{t.bits}.1x{w}x{h}nn "
             f"flat[$0,$1,$2,$3,$4,$5]")
-    _inline_asm(cg, text, _surface(cg, d, _origin(cg, d, op)), "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
+    _inline_asm(cg, text, surf, "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
 
 
 def fused_loads(func: ir.FuncOp, family: str) -> set:
