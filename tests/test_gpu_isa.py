@@ -1,12 +1,14 @@
 """Offline GPU checks: each op's test kernel, compiled for pvc (and dg2 where the op exists), is
 valid SPIR-V, compiles with Intel's production compiler (ocloc), and its ISA holds the intended
 instruction. Nothing here runs on a GPU: the ISA is the judge of the GPU code path."""
+import re
+
 import pytest
 
 import xekern as xk
 import xekern.language as xl
 from test_tiles_device import (atomics_kernel, colsum_kernel, convert_and_transpose, copy_blocks, gemm_desc,
-                               nbarrier_exchange, row_sums_advance)
+                               nbarrier_exchange, row_sums_advance, slm_block_io)
 from xekern.tools.isa import compile_isa, spirv_validate
 
 P, I32 = xk.pointer, xl.int32
@@ -74,6 +76,23 @@ def test_layout_conversion_goes_through_slm():
     r = isa(convert_and_transpose, dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), t_ptr=P(xl.float32), BM=32,
                                         BN=64), "pvc")
     assert r.counts.barriers >= 2, r.summary()
+
+
+SLM_BLOCK_IO = [("pvc", xl.float32, 16), ("pvc", xl.float16, 16), ("pvc", xl.int8, 16), ("dg2", xl.float16, 8)]
+
+
+@pytest.mark.parametrize("target,dt,sg", SLM_BLOCK_IO, ids=[f"{t}-{d.user_name}" for t, d, _ in SLM_BLOCK_IO])
+def test_slm_subgroup_block_io_is_slm_block_messages(target, dt, sg):
+    """A 32x64 tile, rows of sg lanes, through a @block=[8, sg] matrix: each subgroup's 8x64 piece
+    is 4 block writes and 4 block reads (``store.slm.d64x..t`` / ``load.slm.d32x..t``: one message
+    for a whole 8 x sg block), not 32 scattered ``load.slm.d32.a32`` element messages each way."""
+    sig = dict(x_ptr=P(dt), o_ptr=P(dt), M=I32, N=I32, BM=32, BN=64, DT=dt, SG=sg, ROW=8, BLOCK_IO=True)
+    r = isa(slm_block_io, sig, target)
+    slm = [i.split(";")[-1].strip() for i in r.text.splitlines() if re.search(r"\b(load|store)\.slm\.", i)]
+    assert slm and all(re.match(r"(load|store)\.slm\.d\d+x\d+t\.", m) for m in slm), slm
+    stores = r.counts.sends.get("store.slm", 0)
+    loads = r.counts.sends.get("load.slm", 0)
+    assert 1 <= stores <= 8 and 1 <= loads <= 8, r.summary()
 
 
 def test_named_barriers_are_hardware_barriers():

@@ -248,6 +248,44 @@ def test_slm_round_trips(rng, target, kind):
 
 
 @xk.jit
+def slm_block_io(x_ptr, o_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr, DT: xl.constexpr, SG: xl.constexpr,
+                 ROW: xl.constexpr, BLOCK_IO: xl.constexpr):
+    """Rows of SG lanes into a @block matrix whose blocks are rows of SG elements: sub-group block
+    writes and reads (the tile at SLM row ROW, a runtime-free multiple of the block)."""
+    rm = xl.arange(0, BM)
+    rn = xl.arange(0, BN)
+    rows = xl.Layout(sg_layout=[4, 1], sg_data=[BM // 4, BN], lane_layout=[1, SG], lane_data=[1, 1])
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    x = xl.convert_layout(xl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=inside, other=0), rows)
+    m = xl.alloc_slm((2 * BM, BN), DT, block=(8, SG))
+    m.store((ROW, 0), x, subgroup_block_io=BLOCK_IO)
+    xl.barrier()
+    y = m.load((ROW, 0), shape=(BM, BN), layout=rows, subgroup_block_io=BLOCK_IO)
+    xl.store(o_ptr + rm[:, None] * N + rn[None, :], y, mask=inside)
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_slm_subgroup_block_io_round_trips(rng, target, dtype):
+    M, N = 29, 61
+    x = rand(rng, (M, N), dtype)
+    out = poisoned((M, N), dtype)
+    sg = 8 if target == "cpu8" else 16
+    dt = {np.float32: xl.float32, np.float16: xl.float16, np.int8: xl.int8}[dtype]
+    launch = slm_block_io[(1,)](x, out, M, N, BM=32, BN=64, DT=dt, SG=sg, ROW=8, BLOCK_IO=True, target=target)
+    np.testing.assert_array_equal(out, x)
+    llir = launch.asm["llir"]
+    assert "intel_sub_group_block_write" in llir and "intel_sub_group_block_read" in llir
+
+
+def test_slm_subgroup_block_io_refuses_a_layout_it_cannot_serve():
+    with pytest.raises(xk.CompilationError, match="subgroup_block_io: .*origin is not provably"):
+        slm_block_io.compile_offline(dict(x_ptr=xk.pointer(xl.float32), o_ptr=xk.pointer(xl.float32), M=xl.int32,
+                                          N=xl.int32, BM=32, BN=64, DT=xl.float32, SG=16, ROW=3, BLOCK_IO=True),
+                                     target="cpu")
+
+
+@xk.jit
 def convert_and_transpose(x_ptr, o_ptr, t_ptr, BM: xl.constexpr, BN: xl.constexpr):
     rm = xl.arange(0, BM)
     rn = xl.arange(0, BN)

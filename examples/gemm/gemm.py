@@ -101,6 +101,14 @@ def configs_for(dtype: str, target: str):
     """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
+    if target == "dg2":
+        # no 2D block IO: operands are gathered element by element, which needs registers; these
+        # tiles compile without spills (offline ISA, `--isa`; larger ones spill, e.g. bf16 64x64 with
+        # 8 subgroups spills ~160, int8 16x32 spills ~9)
+        if dtype == "int8":
+            return [xk.Config(dict(BM=8, BN=32, BK=32, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
+        return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
+                xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
         return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=16)]

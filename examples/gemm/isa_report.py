@@ -24,6 +24,7 @@ from gemm import gemm_kernel  # noqa: E402
 
 P = xk.pointer
 DPAS_CYCLES = 8
+DG2 = {"bfloat16": (64, 32, 16, 8), "int8": (8, 32, 32, 4)}   # gemm.py's first dg2 config per dtype
 
 
 def signature(ab, acc, layout, BM, BN, BK, prefetch):
@@ -53,8 +54,9 @@ def report():
     rows = []
     plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256)
             for d in (xl.bfloat16, xl.float16, xl.int8) for l in ("nn", "nt", "tn", "tt")]
-    plan += [("dg2", d, "nn", 64, 64, 64 if d == xl.int8 else 32, 8, 128) for d in (xl.bfloat16, xl.int8)]
-    print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF; dg2 64x64, 8 subgroups")
+    plan += [("dg2", d, lay, *DG2[d.user_name], 128) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
+    print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF; dg2 at gemm.py's dg2 configs "
+          "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
           f"{'prefetch':>8} {'other':>5} {'dpas %':>7} {'model %':>8}")
     for target, ab, layout, BM, BN, BK, ns, grf in plan:

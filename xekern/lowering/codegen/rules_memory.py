@@ -3,6 +3,8 @@ scatters, atomics), and matrices in shared local memory. Every masked access is 
 masked-off address is never touched."""
 from __future__ import annotations
 
+import functools
+import math
 from typing import List
 
 from llvmlite import ir as ll
@@ -12,6 +14,7 @@ from ...ir import types as T
 from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType, elem_of
 from ..rewrite import PassError
+from . import block_io
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, ll_type, mem_type, rule
 from .ocl import I1, I8, I32, I64
 
@@ -223,12 +226,102 @@ def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> Lis
     return [cg.gep(m.ptr, et, cg.to_i64(slm_offset(cg, m.type, offsets[:lead] + c), False)) for c in coords]
 
 
+def slm_offset_static(m: MemDescType, coords) -> int:
+    """``slm_offset`` of constant coordinates (Python ints)."""
+    if m.block is not None:
+        nblk = [s // k for s, k in zip(m.shape, m.block)]
+        blk = inner = 0
+        for x, k, n in zip(coords, m.block, nblk):
+            blk, inner = blk * n + x // k, inner * k + x % k
+        return blk * math.prod(m.block) + inner
+    strides = m.strides if m.strides is not None else m.row_major_strides
+    return sum(x * s for x, s in zip(coords, strides))
+
+
+def _origin_multiple(m: MemDescType, offsets) -> int:
+    """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
+    when the blocked layout's offset is not linear there (an origin inside a block)."""
+    mult = [block_io.known_multiple(v) for v in offsets]
+    if m.block is None:
+        strides = m.strides if m.strides is not None else m.row_major_strides
+        return functools.reduce(math.gcd, (k * s for k, s in zip(mult, strides)))
+    if any(k % b for k, b in zip(mult, m.block)):
+        return 0
+    radix, acc = [], 1
+    for n in reversed([s // b for s, b in zip(m.shape, m.block)]):
+        radix.append(acc)
+        acc *= n
+    bsize = math.prod(m.block)
+    return functools.reduce(math.gcd, (k // b * r * bsize for k, b, r in zip(mult, m.block, reversed(radix))))
+
+
+def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
+    """The sub-group block messages that move ``tile`` at ``offsets`` (see ``block_io.plan``), or
+    None (element by element). ``subgroup_block_io=True`` makes None a compile error."""
+    asked = bool(op.attrs.get("subgroup_block_io"))
+    sg = cg.target.sg_size
+    why = None
+    if tile is None:
+        why = "a scalar is not a sub-group block"
+    else:
+        lead = len(offsets) - tile.rank
+        rel = block_io.lane_offsets(tile, sg, lambda c: slm_offset_static(m, (0,) * lead + c))
+        runs = block_io.plan(rel, sg, m.elem.bits)
+        origin = _origin_multiple(m, offsets)
+        if runs is None:
+            why = (f"the tile's layout {tile.layout} does not give each slot {sg} consecutive "
+                   f"{m.elem.user_name} elements of the matrix in lane order, 16-byte aligned (use a @block "
+                   f"layout whose rows match the lanes)")
+        elif origin == 0 or origin * m.elem.itemsize % block_io.ALIGN_BYTES:
+            why = (f"the origin is not provably {block_io.ALIGN_BYTES}-byte aligned"
+                   + (" on a @block boundary" if m.block is not None else ""))
+        else:
+            return runs
+    if asked:
+        raise PassError(f"subgroup_block_io: {why}", op)
+    return None
+
+
+def _block_io_base(cg: CodeGen, mat: SlmMatrix, offsets, rel: int):
+    """The element pointer of a block message. LLVM folds a GEP by a constant 0 into the SLM
+    variable itself, whose SPIR-V type is a byte array: OpSubgroupBlockReadINTEL on that is
+    rejected by the OpenCL CPU runtime. An offset LLVM cannot fold (``sub_group_id >> 31``, always
+    0) keeps the GEP, and with it the pointer's element type."""
+    et = mem_type(mat.type.elem)
+    off = slm_offset(cg, mat.type, offsets)
+    off = cg.b.add(off, cg.i32(rel)) if rel else off
+    opaque_zero = cg.cached("opaque_zero", lambda: cg.b.lshr(cg.sg_id(), cg.i32(31)))
+    return cg.gep(mat.ptr, et, cg.to_i64(cg.b.add(off, opaque_zero), False))
+
+
+def _as_int(cg: CodeGen, v, t: DType):
+    if t.is_bool:
+        return cg.b.zext(v, I8)
+    return v if isinstance(v.type, ll.IntType) else cg.b.bitcast(v, ll.IntType(t.bits))
+
+
+def _from_int(cg: CodeGen, v, t: DType):
+    if t.is_bool:
+        return cg.b.trunc(v, I1)
+    lt = ll_type(t)
+    return v if v.type == lt else cg.b.bitcast(v, lt)
+
+
 @rule(ir.LoadMatrixOp)
 def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     m: SlmMatrix = cg.get(op.operands[0])
     offsets = [cg.to_i32(cg.get(v)) for v in op.operands[1:]]
     tiles = op.attrs.get("tiles") or ()
     tile = tiles[0] if tiles else None
+    runs = _block_io_runs(cg, op, m.type, op.operands[1:], tile)
+    if runs is not None:
+        t = m.type.elem
+        vals = [None] * sum(len(slots) for slots, _ in runs)
+        for slots, rel in runs:
+            ints = block_io.read(cg, _block_io_base(cg, m, offsets, rel), t.bits, len(slots), LOCAL)
+            for s, x in zip(slots, ints):
+                vals[s] = _from_int(cg, x, t)
+        return [vals]
     ptrs = _matrix_addresses(cg, m, op, offsets, tile)
     vals = [load_elem(cg, p, m.type.elem) for p in ptrs]
     return [vals if tile is not None else vals[0]]
@@ -241,6 +334,13 @@ def _store_matrix(cg: CodeGen, op: ir.StoreMatrixOp):
     tiles = op.attrs.get("tiles") or ()
     tile = tiles[0] if tiles else None
     vals = cg.slots(op.operands[0])
+    runs = _block_io_runs(cg, op, m.type, op.operands[2:], tile)
+    if runs is not None:
+        t = m.type.elem
+        for slots, rel in runs:
+            block_io.write(cg, _block_io_base(cg, m, offsets, rel), [_as_int(cg, vals[s], t) for s in slots],
+                           t.bits, LOCAL)
+        return []
     for v, p in zip(vals, _matrix_addresses(cg, m, op, offsets, tile)):
         store_elem(cg, v, p, m.type.elem)
     return []
