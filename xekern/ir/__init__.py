@@ -4,6 +4,7 @@ from .core import Block, Builder, IRError, Loc, Op, Value
 from .layout import Layout, LayoutError, SliceLayout
 from .ops_arith import BinaryOp, CastOp, CmpOp, ConstantOp, FmaOp, SelectOp, UnaryOp, cast_kind
 from .ops_debug import AssertOp, PrintOp
+from .ops_iree_gpu import ShuffleTensorOp, ValueBarrierOp
 from .ops_gpu import (BarrierOp, BlockIdOp, GridDimOp, IdTileOp, LaneIdOp, NumSubgroupsOp, ShuffleOp, SubgroupIdOp,
                       SubgroupReduceOp)
 from .ops_scf import ConditionOp, ForOp, FuncOp, IfOp, ReturnOp, WhileOp, YieldOp
