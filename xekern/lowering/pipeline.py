@@ -22,7 +22,7 @@ from ..targets import Target
 from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
 from . import llvm as llvm_stage
-from .codegen import rules_arith, rules_block, rules_debug, rules_memory  # noqa: F401  (they register their rules)
+from .codegen import rules_arith, rules_block, rules_debug, rules_memory, rules_private  # noqa: F401  (rule tables)
 from .codegen.core import generate
 from .rewrite import PassError
 
