@@ -130,3 +130,28 @@ def test_shuffle_tensor_and_value_barrier_interpreted(monkeypatch, rng):
         assert launch.asm["xegpu"].count("iree_gpu.shuffle_tensor") == 2
         np.testing.assert_allclose(y, x.astype(np.float64) + 1.0, rtol=1e-6)
         np.testing.assert_allclose(back, x.astype(np.float64) * 3.0, rtol=1e-6)
+
+
+@xk.jit(level="lane", num_subgroups=2)
+def lane_neighbours(x_ptr, y_ptr, n):
+    """Each work item writes its value to a scratch row, and after the value barrier reads the next
+    work item's (the barrier orders every lane's store before any lane's load)."""
+    i = xl.global_id(0)
+    wg = xl.num_subgroups() * 16
+    v = xl.load(x_ptr + i, mask=i < n, other=0.0) * 2.0
+    xl.store(y_ptr + n + i, v)
+    v = xl.value_barrier(v)
+    nxt = xl.program_id(0) * wg + (i + 1) % wg
+    if i < n:
+        xl.store(y_ptr + i, v + xl.load(y_ptr + n + nxt))
+
+
+def test_value_barrier_at_lane_level(rng):
+    n = 7 * 32
+    x = rng.standard_normal(n).astype(np.float32)
+    y = poisoned(2 * n, np.float32)
+    launch = lane_neighbours[(n // 32,)](x, y, n, target="cpu")
+    nxt = (np.arange(n) // 32) * 32 + (np.arange(n) + 1) % 32
+    np.testing.assert_allclose(y[:n], 2.0 * x + 2.0 * x[nxt], rtol=1e-6)
+    assert "iree_gpu.value_barrier" in launch.asm["lane"]
+    assert launch.asm["llir"].count("@_Z7barrierj(i32 3)") == 1
