@@ -195,8 +195,8 @@ def _dpas8() -> Dict[str, DpasShape]:
 PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
-    max_workgroup_size=1024, named_barriers=32, xe_cores=128, private_bytes=SCRATCH_BYTES_PER_THREAD // 16, kind="gpu", ocloc_device="pvc",
-    iga_platform="12p72", peak_tflops_bf16=839.0,
+    max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
+    iga_platform="12p72", peak_tflops_bf16=839.0, private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide
     # (Xe-HPC); 128/256 GRF modes, 32 named barriers, 2 x 64 Xe cores (Max 1550): HARDWARE.md
@@ -205,8 +205,9 @@ PVC = Target(
 BMG = Target(
     name="bmg", arch="Xe2-HPG (Arc B580)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
-    max_workgroup_size=1024, named_barriers=32, xe_cores=20, private_bytes=SCRATCH_BYTES_PER_THREAD // 16, kind="gpu", ocloc_device="bmg",
+    max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
     iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True, merge_block2d=True,
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg"),
     # Xe2 keeps Xe-HPC's DPAS (N=16) and 2D block tables (MLIR XeGPU uArch Xe2 table); 20 Xe2 cores and
     # 116.7 TFLOP/s bf16: Intel Arc B580 specification (HARDWARE.md)
@@ -215,8 +216,9 @@ BMG = Target(
 DG2 = Target(
     name="dg2", arch="Xe-HPG (Arc A770 / Flex)", sg_size=8, sub_group_sizes=(8, 16, 32),
     dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,), slm_bytes=64 * 1024,
-    max_workgroup_size=1024, named_barriers=0, xe_cores=32, private_bytes=SCRATCH_BYTES_PER_THREAD // 8, kind="gpu", ocloc_device="dg2-g10",
-    iga_platform="12p71", device_names=("arc(tm) a", "arc a", "dg2", "flex", "alchemist"),
+    max_workgroup_size=1024, named_barriers=0, xe_cores=32, kind="gpu", ocloc_device="dg2-g10",
+    iga_platform="12p71", private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    device_names=("arc(tm) a", "arc a", "dg2", "flex", "alchemist"),
     # SIMD8 DPAS and no tf32 (measured with IGC 12504, HARDWARE.md); 64 KiB SLM and 32 Xe cores (A770):
     # Intel Arc A-series specification; named barriers are emulated by the driver (HARDWARE.md)
     notes="8-wide DPAS, no 2D block IO (1D block reads / gathers instead), named barriers emulated")
@@ -231,7 +233,8 @@ CPU = Target(
 CPU8 = Target(
     name="cpu8", arch="Intel OpenCL CPU device, 8-wide GPU model", sg_size=8,
     sub_group_sizes=(4, 8, 16, 32, 64), dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,),
-    slm_bytes=256 * 1024, max_workgroup_size=8192, named_barriers=32, xe_cores=0, private_bytes=DG2.private_bytes, kind="cpu", model="dg2",
+    slm_bytes=256 * 1024, max_workgroup_size=8192, named_barriers=32, xe_cores=0, kind="cpu", model="dg2",
+    private_bytes=DG2.private_bytes,
     notes="runs DG2's lane-level code (8-wide DPAS emulated; no 2D block IO, like DG2)")
 
 TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, BMG, DG2, CPU, CPU8)}
