@@ -128,3 +128,46 @@ def test_8_wide_model_uses_8_lanes():
     asm = stages(k_add, target="cpu8", x_ptr=P(F32), o_ptr=P(F32), BLOCK=256)
     check(asm["layout"], r"lane_layout = \[8\]")
     check(asm["lane"], r"arith.constant dense<\[0, 8, 16, 24, 32, 40, 48, 56\]> : vector<8xi32>")
+
+
+@xk.jit
+def k_shuffle(x_ptr, o_ptr, L1: xl.constexpr, L2: xl.constexpr):
+    r = xl.arange(0, 16)[:, None]
+    c = xl.arange(0, 64)[None, :]
+    x = xl.convert_layout(xl.load(x_ptr + r * 64 + c), L1)
+    y, z = xl.value_barrier(xl.shuffle_tensor(x, L2) * 2.0, x)
+    xl.store(o_ptr + r * 64 + c, y + z)
+
+
+def _shuffle_asm():
+    l1 = xl.Layout(sg_layout=[4, 1], sg_data=[4, 64], lane_layout=[1, 16], lane_data=[1, 1])
+    l2 = xl.Layout(sg_layout=[1, 4], sg_data=[16, 16], lane_layout=[16, 1], lane_data=[1, 1], order=[0, 1])
+    return stages(k_shuffle, x_ptr=P(F32), o_ptr=P(F32), L1=l1, L2=l2)
+
+
+def test_shuffle_tensor_is_an_op_until_wg_to_sg():
+    asm = _shuffle_asm()
+    check(asm["xegpu"], r"(%\d+) = xegpu.create_mem_desc : !xegpu.mem_desc<16x64xf32>",
+          r"iree_gpu.shuffle_tensor %\d+, %\d+ \{layout = #xegpu.layout<sg_layout = \[1, 4\], sg_data = \[16, 16\]"
+          r".*\} : \(vector<16x64xf32>, !xegpu.mem_desc<16x64xf32>\) -> vector<16x64xf32>", "!gpu.barrier")
+    # layout propagation keeps the source's layout and gives the result the user's
+    check(asm["layout"], r"iree_gpu.shuffle_tensor .*\(vector<16x64xf32, #xegpu.layout<sg_layout = \[4, 1\].*"
+          r"-> vector<16x64xf32, #xegpu.layout<sg_layout = \[1, 4\]")
+    # wg-to-sg: each subgroup stores its 4x64 rows, a barrier, loads its 16x16 columns, a barrier
+    check(asm["sg"], r"!iree_gpu.shuffle_tensor", r"xegpu.store_matrix %\d+, %\d+, .* : vector<4x64xf32, .*"
+          r"!xegpu.mem_desc<16x64xf32>", r"gpu.barrier",
+          r"xegpu.load_matrix .*\(!xegpu.mem_desc<16x64xf32>, i32, i32\) -> vector<16x16xf32", r"gpu.barrier")
+
+
+def test_value_barrier_is_split_with_its_operands_and_becomes_a_barrier_in_codegen():
+    asm = _shuffle_asm()
+    check(asm["xegpu"], r"%\d+:2 = iree_gpu.value_barrier %\d+, %\d+ : vector<16x64xf32>")
+    check(asm["layout"], r"iree_gpu.value_barrier .* -> \(vector<16x64xf32, #xegpu.layout<sg_layout = \[1, 4\].*"
+          r"vector<16x64xf32, #xegpu.layout<sg_layout = \[4, 1\]")
+    check(asm["sg"], r"%\d+:2 = iree_gpu.value_barrier %\d+, %\d+ : \(vector<16x16xf32, .*vector<4x64xf32")
+    # lane level: a 16x16 piece is 16 slots per lane, 4x64 is 16 too: still one op over both
+    check(asm["lane"], r"%\d+:2 = iree_gpu.value_barrier %\d+, %\d+ : vector<16xf32>")
+    llir = asm["llir"]
+    # two barriers of the shuffle + the value barrier (+ those of the index-tile conversions)
+    n_bar = sum(1 for line in asm["sg"].splitlines() if line.strip() == "gpu.barrier")
+    assert llir.count("call spir_func void @_Z7barrierj(i32 3)") == n_bar + 1, llir

@@ -9,7 +9,7 @@ import xekern.language as xl
 from xekern.targets import DpasShape, TargetError, match_device, register_target
 
 FIELDS = ("arch", "sub_group_sizes", "dpas", "block2d", "max_workgroup_size", "slm_bytes", "grf_modes",
-          "named_barriers", "xe_cores")
+          "named_barriers", "xe_cores", "private_bytes")
 
 
 @pytest.mark.parametrize("name", list(xk.targets))
@@ -32,6 +32,8 @@ def test_every_record_has_every_field_and_passes_its_checks(name):
     (dict(named_barriers=64), "named barriers"),
     (dict(max_workgroup_size=1000), "power of 2"),
     (dict(ocloc_device=None), "ocloc_device"),
+    (dict(private_bytes=0), "private memory per work item"),
+    (dict(private_bytes=32 * 1024), "256 KiB of scratch per hardware thread"),
 ])
 def test_a_record_that_breaks_a_hardware_rule_is_refused(change, rule):
     with pytest.raises(TargetError, match=rule):

@@ -23,6 +23,9 @@ class TargetError(ValueError):
     """A target record breaks a hardware rule (its message names the record and the rule)."""
 
 
+# scratch space per hardware thread on Xe-HP and later (IGC Platform::maxPerThreadScratchSpace, 0x40000)
+SCRATCH_BYTES_PER_THREAD = 256 * 1024
+
 # bits per DPAS operand element, by the dtype names of ``Target.dpas``
 _DPAS_BITS = {"bf16": 16, "f16": 16, "tf32": 32, "i8": 8, "ui8": 8}
 
@@ -88,11 +91,18 @@ class Target:
     # blocks). Off for pvc: IGC 12504 copies every sub-block out of a merged read, which cost more
     # than the message it saves (flagship bf16 GEMM K-loop: 227 instructions merged, 153 not)
     merge_block2d: bool = False
-    # 2D block loads whose per-lane result is at most this many bits, and 2D block prefetches, are
+    # 2D block loads whose per-lane result is exactly this many bits, and 2D block prefetches, are
     # sent as inline vISA ``raw_sends`` from a message payload built once outside loops (only x and y
     # are written per message). IGC 12504 rebuilds the whole payload (6 movs) for every
     # LSC2DBlockRead; LLVM's SPIR-V backend allows inline-asm results of at most 128 bits. 0: off.
     raw_block2d_bits: int = 0
+    # private memory per work item (``xl.alloc_private``, seed 003's ``private(...)`` attribution).
+    # IGC's limit, not a measured one: Platform::maxPerThreadScratchSpace is 256 KiB of scratch per
+    # hardware thread on Xe-HP and later ("XeHP_SDV and above are for each physical thread: 256k"),
+    # and PrivateMemoryResolution divides it by the SIMD width for the per-work-item limit; spills
+    # share that scratch, so a kernel near the limit may still fail in the GPU compiler. CPU records
+    # take the limit of the GPU they model, so what runs there also compiles for that GPU.
+    private_bytes: int = 0
 
     peak_tflops_bf16: Optional[float] = None
     # lower-case substrings of the driver's device name that identify this family (``target_for``)
@@ -129,6 +139,11 @@ class Target:
             yield f"GRF is 32 or 64 bytes per register and 128 or 256 registers, got {self.grf_bytes} x {self.grf_modes}"
         if self.slm_bytes <= 0 or self.slm_bytes % 1024:
             yield f"SLM size {self.slm_bytes} must be a positive number of KiB"
+        if self.private_bytes <= 0 or self.private_bytes % 4:
+            yield f"private memory per work item ({self.private_bytes} bytes) must be a positive multiple of 4"
+        elif self.kind == "gpu" and self.private_bytes * self.sg_size > SCRATCH_BYTES_PER_THREAD:
+            yield (f"private memory per work item ({self.private_bytes} bytes) x {self.sg_size} lanes exceeds "
+                   f"IGC's {SCRATCH_BYTES_PER_THREAD // 1024} KiB of scratch per hardware thread")
         if not pow2(self.max_workgroup_size) or self.max_workgroup_size < self.sg_size:
             yield f"max_workgroup_size {self.max_workgroup_size} must be a power of 2 of at least one sub-group"
         if not 0 <= self.named_barriers <= 32:
@@ -187,6 +202,7 @@ PVC = Target(
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
     iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=128,
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide
     # (Xe-HPC); 128/256 GRF modes, 32 named barriers, 2 x 64 Xe cores (Max 1550): HARDWARE.md
@@ -197,6 +213,7 @@ BMG = Target(
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
     iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True, merge_block2d=True,
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg"),
     # Xe2 keeps Xe-HPC's DPAS (N=16) and 2D block tables (MLIR XeGPU uArch Xe2 table); 20 Xe2 cores and
     # 116.7 TFLOP/s bf16: Intel Arc B580 specification (HARDWARE.md)
@@ -206,7 +223,8 @@ DG2 = Target(
     name="dg2", arch="Xe-HPG (Arc A770 / Flex)", sg_size=8, sub_group_sizes=(8, 16, 32),
     dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,), slm_bytes=64 * 1024,
     max_workgroup_size=1024, named_barriers=0, xe_cores=32, kind="gpu", ocloc_device="dg2-g10",
-    iga_platform="12p71", device_names=("arc(tm) a", "arc a", "dg2", "flex", "alchemist"),
+    iga_platform="12p71", private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    device_names=("arc(tm) a", "arc a", "dg2", "flex", "alchemist"),
     # SIMD8 DPAS and no tf32 (measured with IGC 12504, HARDWARE.md); 64 KiB SLM and 32 Xe cores (A770):
     # Intel Arc A-series specification; named barriers are emulated by the driver (HARDWARE.md)
     notes="8-wide DPAS, no 2D block IO (1D block reads / gathers instead), named barriers emulated")
@@ -215,13 +233,14 @@ CPU = Target(
     name="cpu", arch="Intel OpenCL CPU device, 16-wide GPU model", sg_size=16,
     sub_group_sizes=(4, 8, 16, 32, 64), dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64,
     grf_modes=(128,), slm_bytes=256 * 1024, max_workgroup_size=8192, named_barriers=32, xe_cores=0,
-    kind="cpu", model="pvc", fma_dot=("f32",),
+    private_bytes=PVC.private_bytes, kind="cpu", model="pvc", fma_dot=("f32",),
     notes="runs PVC's lane-level code; DPAS and 2D block IO are emulated exactly with shuffles and loads")
 
 CPU8 = Target(
     name="cpu8", arch="Intel OpenCL CPU device, 8-wide GPU model", sg_size=8,
     sub_group_sizes=(4, 8, 16, 32, 64), dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,),
     slm_bytes=256 * 1024, max_workgroup_size=8192, named_barriers=32, xe_cores=0, kind="cpu", model="dg2",
+    private_bytes=DG2.private_bytes,
     notes="runs DG2's lane-level code (8-wide DPAS emulated; no 2D block IO, like DG2)")
 
 TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, BMG, DG2, CPU, CPU8)}

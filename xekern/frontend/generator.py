@@ -20,7 +20,7 @@ from ..ir import types as T
 from ..ir.core import Block, Loc
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..language import builtins as lb
-from ..language.core import base_value, constexpr, is_builtin, pointer_tile, tensor, unwrap
+from ..language.core import base_value, constexpr, is_builtin, pointer_tile, private_array, tensor, unwrap
 from .sem import Semantic
 from .semantic import SemanticError
 from .source import KernelSource
@@ -191,8 +191,16 @@ class CodeGenerator(ast.NodeVisitor):
         self.assign(node.target, self.visit(node.value))
 
     def visit_AugAssign(self, node):
+        if isinstance(node.target, ast.Subscript):
+            arr = unwrap(self.visit(node.target.value))
+            if isinstance(arr, private_array):   # buf[i] += v: read, combine, write the element
+                idx = self._private_index(node.target)
+                cur = self.sem.private_load(arr, idx)
+                rhs = self.visit(node.value)
+                self.sem.private_store(arr, idx, self.binop(_BINOPS[type(node.op)], cur, rhs, node))
+                return
         if not isinstance(node.target, ast.Name):
-            raise self.error(node, "augmented assignment works on names only")
+            raise self.error(node, "augmented assignment works on names and private array elements only")
         cur = self.lookup(node.target.id, node)
         rhs = self.visit(node.value)
         self.assign(node.target, self.binop(_BINOPS[type(node.op)], cur, rhs, node))
@@ -214,8 +222,17 @@ class CodeGenerator(ast.NodeVisitor):
                 self.assign(t, x)
             return
         if isinstance(target, ast.Subscript):
+            arr = unwrap(self.visit(target.value))
+            if isinstance(arr, private_array):
+                with self.b.located(self.loc(target)):
+                    try:
+                        self.sem.private_store(arr, self._private_index(target), value)
+                    except SemanticError as e:
+                        raise self.error(target, str(e)) from None
+                return
             raise self.error(target, "item assignment is not supported: tiles are values; use xl.where "
-                                     "to change elements, or xl.store to write memory")
+                                     "to change elements, xl.store to write memory, or xl.alloc_private "
+                                     "for an array of a work item (lane level)")
         if isinstance(target, ast.Attribute):
             raise self.error(target, "attribute assignment is not supported in kernels")
         raise self.error(target, f"cannot assign to {type(target).__name__}")
@@ -618,6 +635,8 @@ class CodeGenerator(ast.NodeVisitor):
             if isinstance(i, base_value):
                 raise self.error(node, "tuples can only be indexed by compile-time integers")
             return obj[i]
+        if isinstance(obj, private_array):
+            return self.sem.private_load(obj, self._private_index(node))
         if not isinstance(obj, (tensor, pointer_tile)):
             raise self.error(node, f"{type(obj).__name__} cannot be indexed")
         elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
@@ -636,6 +655,15 @@ class CodeGenerator(ast.NodeVisitor):
         if pos - sum(1 for e in elts if isinstance(e, ast.Constant)) > rank:
             raise self.error(node, f"too many indices for a tile of rank {rank}")
         return out
+
+    def _private_index(self, node: ast.Subscript):
+        """The indices of ``buf[i, j]`` (kernel values or compile-time integers; no slices)."""
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                raise self.error(e, "a private array is indexed one element at a time (buf[i] or buf[i, j]), "
+                                    "not with slices")
+        return tuple(self.visit(e) for e in elts)
 
     def _expand(self, v, axis):
         if isinstance(v, pointer_tile):

@@ -6,13 +6,14 @@ import copy
 from .semantic import ArithSemantic
 from .semantic_debug import DebugSemantic
 from .semantic_memory import MemorySemantic
+from .semantic_private import PrivateSemantic
 from .semantic_tile import TileSemantic
 
 
-class Semantic(ArithSemantic, TileSemantic, MemorySemantic, DebugSemantic):
+class Semantic(ArithSemantic, TileSemantic, MemorySemantic, PrivateSemantic, DebugSemantic):
     """Checks and builds the IR of every ``xl`` builtin (see the rule sets it combines)."""
 
-    STATE = ("slm_bytes", "nbarrier_count")
+    STATE = ("slm_bytes", "nbarrier_count", "private_bytes")
 
     def snapshot(self):
         """Counters a dry run of a loop body must not leave behind."""

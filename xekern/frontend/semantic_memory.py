@@ -315,7 +315,8 @@ class MemorySemantic:
         subgroup writes the pieces of ``x`` it holds into a workgroup-shared SLM matrix, a barrier, every
         subgroup reads the pieces ``layout`` gives it, a barrier (so the matrix may be reused). Always
         through SLM, even where a register-only conversion would exist; ``mem`` is the caller's matrix
-        (an ``xl.alloc_slm`` of the tile's shape and dtype), else one is allocated."""
+        (an ``xl.alloc_slm`` of the tile's shape and dtype), else one is allocated. Builds one
+        ``iree_gpu.shuffle_tensor`` op; ``wg-to-sg`` lowers it."""
         self.require_level("xl.shuffle_tensor", "wg")
         x = self.to_tensor(x)
         if not x.is_tile:
@@ -331,11 +332,8 @@ class MemorySemantic:
         elif tuple(mem.shape) != tuple(x.shape) or mem.dtype != x.dtype:
             raise SemanticError(f"xl.shuffle_tensor: the SLM matrix {list(mem.shape)} x {mem.dtype.user_name} must "
                                 f"have the tile's shape and dtype, {list(x.shape)} x {x.dtype.user_name}")
-        origin = [0] * len(x.shape)
-        self.store_matrix(mem, origin, x)
-        self.barrier()
-        r = self.load_matrix(mem, origin, x.shape, layout)
-        self.barrier()
+        r = self.op(ir.ShuffleTensorOp, x.handle, mem.handle, VectorType(tuple(x.shape), x.dtype))
+        r.handle.owner.attrs["layout"] = layout
         return r
 
     # ---- synchronization --------------------------------------------------------------------------
@@ -345,7 +343,8 @@ class MemorySemantic:
     def value_barrier(self, values):
         """``xl.value_barrier(*values)`` (seed 002's ``iree_gpu.value_barrier``): the ops producing
         ``values`` (and every memory access before) complete in every work item of the workgroup before
-        anything after; returns the values unchanged. Lowered to ``gpu.barrier`` after the producers."""
+        anything after; returns the values unchanged. One ``iree_gpu.value_barrier`` op, which codegen
+        emits as a ``gpu.barrier`` after the producers."""
         if not values:
             raise SemanticError("xl.value_barrier needs at least one value")
         out = []
@@ -355,8 +354,9 @@ class MemorySemantic:
                 raise SemanticError(f"xl.value_barrier: argument {i} must be a tensor or scalar kernel value, "
                                     f"got {type(v).__name__} {v!r}")
             out.append(v)
-        self.barrier()
-        return out[0] if len(out) == 1 else tuple(out)
+        op = self.b.create(ir.ValueBarrierOp, [v.handle for v in out])
+        res = [v.rebuild([r]) for v, r in zip(out, op.results)]
+        return res[0] if len(res) == 1 else tuple(res)
 
     def fence(self, scope="workgroup", memory_kind="global"):
         scope, kind = unwrap(scope), unwrap(memory_kind)

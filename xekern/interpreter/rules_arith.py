@@ -330,6 +330,12 @@ def _no_op(ctx, op, args):
     return None
 
 
+@rule(ir.ValueBarrierOp)
+def _value_barrier(ctx, op, args):
+    """Programs run one at a time: every work item has produced the values already."""
+    return list(args)
+
+
 @rule(ir.InitNBarrierOp)
 def _init_nbarrier(ctx, op, args):
     return [("nbarrier", int(args[0]), int(args[1]))]

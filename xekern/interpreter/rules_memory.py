@@ -366,3 +366,14 @@ def _store_matrix(ctx, op, args):
     idx = _matrix_elements(ctx, op, m, args[2:], shape)
     m.buffer.data[idx] = value
     return None
+
+
+@rule(ir.ShuffleTensorOp)
+def _shuffle_tensor(ctx, op, args):
+    """The tile goes through the SLM matrix as on the device (the matrix holds it afterwards); the
+    interpreter's tiles carry no layout, so what comes back is the tile itself."""
+    value, m = args
+    shape = np.shape(value)
+    idx = _matrix_elements(ctx, op, m, [0] * len(shape), shape)
+    m.buffer.data[idx] = value
+    return [to_value(op.result.type, m.buffer.data[idx])]

@@ -4,6 +4,8 @@ from .core import Block, Builder, IRError, Loc, Op, Value
 from .layout import Layout, LayoutError, SliceLayout
 from .ops_arith import BinaryOp, CastOp, CmpOp, ConstantOp, FmaOp, SelectOp, UnaryOp, cast_kind
 from .ops_debug import AssertOp, PrintOp
+from .ops_iree_gpu import ShuffleTensorOp, ValueBarrierOp
+from .ops_private import AllocPrivateOp, PrivateLoadOp, PrivateStoreOp
 from .ops_gpu import (BarrierOp, BlockIdOp, GridDimOp, IdTileOp, LaneIdOp, NumSubgroupsOp, ShuffleOp, SubgroupIdOp,
                       SubgroupReduceOp)
 from .ops_scf import ConditionOp, ForOp, FuncOp, IfOp, ReturnOp, WhileOp, YieldOp
@@ -14,6 +16,6 @@ from .ops_xegpu import (AddPtrOp, AllocNBarrierOp, AtomicRMWOp, CompileHintOp, C
                         NBarrierArriveOp, NBarrierWaitOp, PrefetchNdOp, PrefetchOp, StoreMatrixOp, StoreNdOp,
                         StoreScatterOp, UpdateNdOffsetOp, UpdateOffsetOp)
 from .printer import print_func
-from .types import (DType, MemDescType, NBarrierType, PointerType, TensorDescType, Type, VectorType, elem_of,
-                    shape_of)
+from .types import (DType, MemDescType, NBarrierType, PointerType, PrivateArrayType, TensorDescType, Type, VectorType,
+                    elem_of, shape_of)
 from .verifier import verify_func

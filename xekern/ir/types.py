@@ -256,6 +256,27 @@ class MemDescType(Type):
 
 
 @dataclass(frozen=True)
+class PrivateArrayType(Type):
+    """``memref<shape x elem, #gpu.address_space<private>>``: an array of one work item (seed 003's
+    ``private(...)`` memory attribution), row-major; its elements are read and written one at a time
+    with dynamic indices (``memref.load`` / ``memref.store``)."""
+
+    shape: Tuple[int, ...]
+    elem: DType
+
+    def __str__(self) -> str:
+        return f"memref<{_shape_str(self.shape)}x{self.elem}, #gpu.address_space<private>>"
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.elem.itemsize
+
+
+@dataclass(frozen=True)
 class NBarrierType(Type):
     """``!xegpu.nbarrier``: a named barrier bound to the calling subgroup."""
 

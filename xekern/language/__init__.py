@@ -8,7 +8,7 @@ from ..ir.layout import Layout, SliceLayout
 from .builtins import *  # noqa: F401,F403
 from .builtins import __dict__ as _b
 from .core import (ALL_DTYPES, bfloat16, builtin, constexpr, dtype, float16, float32, float64, int1, int8,
-                   int16, int32, int64, mem_desc, nbarrier, pointer_tile, scatter_descriptor, tensor,
+                   int16, int32, int64, mem_desc, nbarrier, pointer_tile, private_array, scatter_descriptor, tensor,
                    tensor_descriptor, uint8,
                    uint16, uint32, uint64)
 

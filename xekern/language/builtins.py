@@ -400,6 +400,16 @@ def alloc_slm(shape, dtype, block=None, strides=None, _sem=None):
 
 
 @builtin
+def alloc_private(shape, dtype, _sem=None):
+    """Lane level: an array of this work item (seed 003's ``private(...)`` memory attribution; a CUDA
+    local array, ``float buf[16]``), live for the whole kernel, read and written with runtime indices:
+    ``buf = xl.alloc_private((16,), xl.float32)``, ``buf[i] = x``, ``y = buf[j]``, ``buf[i, j] += 1``.
+    Its elements start undefined. All of a kernel's private arrays must fit the target's
+    ``private_bytes`` per work item."""
+    return _sem.alloc_private(shape, dtype)
+
+
+@builtin
 def barrier(_sem=None):
     """Workgroup barrier: every work item waits; memory written before is visible after."""
     return _sem.barrier()

@@ -299,6 +299,23 @@ class mem_desc(handle_value):
         return _sem.store_matrix(self, offsets, value, subgroup_block_io=unwrap(subgroup_block_io))
 
 
+class private_array(handle_value):
+    """An array of one work item (``gpu.alloc_private``), made by ``xl.alloc_private`` in a lane-level
+    kernel: ``buf[i]`` reads an element, ``buf[i] = v`` and ``buf[i] += v`` write one; ``i`` may be a
+    runtime value (one index per dimension). ``buf.shape``, ``buf.dtype``."""
+
+    @property
+    def shape(self):
+        return tuple(self.type.shape)
+
+    @property
+    def dtype(self):
+        return self.type.elem
+
+    def __repr__(self) -> str:
+        return f"private_array<{self.type}>"
+
+
 class nbarrier(handle_value):
     """A named barrier bound by ``xl.init_nbarrier``."""
 
@@ -312,6 +329,6 @@ class nbarrier(handle_value):
 
 
 __all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "scatter_descriptor", "mem_desc",
-           "nbarrier",
+           "nbarrier", "private_array",
            "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64", "ALL_DTYPES"]

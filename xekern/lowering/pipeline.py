@@ -23,7 +23,8 @@ from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
 from .grf import choose_grf_mode
 from . import llvm as llvm_stage
-from .codegen import rules_arith, rules_block, rules_debug, rules_memory, rules_spirv_block  # noqa: F401  (they register their rules)
+from .codegen import (rules_arith, rules_block, rules_debug, rules_memory, rules_private,  # noqa: F401
+                      rules_spirv_block)  # (they register their rules)
 from .codegen.core import generate
 from .rewrite import PassError
 

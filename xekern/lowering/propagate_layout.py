@@ -116,6 +116,9 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
             rel.same(op.operands[0], op.tdesc)
         elif isinstance(op, ir.UpdateNdOffsetOp):
             rel.same(op.operands[0], op.result)
+        elif isinstance(op, ir.ValueBarrierOp):
+            for v, r in zip(op.operands, op.results):
+                rel.same(v, r)
         elif isinstance(op, ir.ForOp):
             for init, arg, res, y in zip(op.inits, op.iter_args, op.results, op.body.terminator.operands):
                 rel.same(arg, init, res, y)
@@ -166,6 +169,7 @@ class PropagateLayout(Rewriter):
     NAME = "propagate-layout"
     LEVEL = "wg"
     RULES = dict(STRUCTURED_RULES)
+    RULES[ir.ValueBarrierOp] = "piecewise"   # one value per operand here: rebuilt with its layouts
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -289,6 +293,8 @@ class PropagateLayout(Rewriter):
         res = lay.get(op.results[0]) if op.results else None
         if isinstance(op, ELEMENTWISE):
             return {i: res for i, v in enumerate(op.operands) if _laid(v)}
+        if isinstance(op, ir.ValueBarrierOp):
+            return {i: lay.get(r) for i, r in enumerate(op.results) if _laid(r)}
         if isinstance(op, ir.BroadcastOp) and _laid(op.operands[0]) and res is not None:
             return {0: unit_dims(res, op.operands[0].type.shape)}
         if isinstance(op, ir.ShapeCastOp) and _laid(op.operands[0]) and res is not None and \

@@ -205,6 +205,11 @@ class Rewriter:
             yield
         self.prologue.extend(blk.ops)
 
+    def rewrite_value_barrier(self, op: Op):
+        """One barrier over every piece of every operand (a tile split in 4 pieces passes 4 values)."""
+        new = self.b.insert(op.clone_with(self.flat(op.operands), [v.type for v in self.flat(op.operands)]))
+        return self._split_results(op, new.results)
+
     # ---- integer index arithmetic (folded when constant) -------------------------------------------
     def i32(self, v: IntLike) -> Value:
         if isinstance(v, Value):
@@ -248,4 +253,5 @@ class Rewriter:
 
 
 STRUCTURED_RULES = {ir.ForOp: "rewrite_for", ir.IfOp: "rewrite_if", ir.WhileOp: "rewrite_while",
-                    ir.YieldOp: "rewrite_yield", ir.ConditionOp: "rewrite_condition"}
+                    ir.YieldOp: "rewrite_yield", ir.ConditionOp: "rewrite_condition",
+                    ir.ValueBarrierOp: "rewrite_value_barrier"}   # (variadic: its operands split apart)

@@ -26,6 +26,8 @@ from .rewrite import PassError
 class WgToSg(Splitter):
     NAME = "wg-to-sg"
     LEVEL = "sg"
+    RULES = dict(Splitter.RULES)
+    RULES[ir.ShuffleTensorOp] = "rule_shuffle_tensor"
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -158,8 +160,16 @@ class WgToSg(Splitter):
         src, res = op.operands[0], op.result
         if src.type.layout == res.type.layout:
             return [self.all(src)]
+        return self.through_slm(op, src, res, self.slm(res.type.shape, res.type.elem))
+
+    def rule_shuffle_tensor(self, op: ir.ShuffleTensorOp):
+        """Always through the caller's SLM matrix, even between equal layouts (seed 002's lowering)."""
+        return self.through_slm(op, op.source, op.result, self.get(op.mem))
+
+    def through_slm(self, op: Op, src: Value, res: Value, mem: Value):
+        """Every subgroup stores its pieces of ``src`` into ``mem``, a barrier, loads its pieces of
+        ``res``, a barrier (the matrix may then be written again)."""
         ss, rs = self._split_of(src, op), self._split_of(res, op)
-        mem = self.slm(res.type.shape, res.type.elem)
         for i, p in enumerate(self.all(src)):
             self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
         self.b.create(ir.BarrierOp)

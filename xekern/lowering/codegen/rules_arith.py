@@ -384,6 +384,15 @@ def _barrier(cg: CodeGen, op):
     return []
 
 
+@rule(ir.ValueBarrierOp)
+def _value_barrier(cg: CodeGen, op):
+    """The barrier stands after the operands' producers (they come first in the block) and before every
+    user of the results, which are the operands' values: the call is convergent and clobbers memory,
+    so LLVM moves no load or store across it."""
+    _barrier(cg, op)
+    return [cg.get(v) for v in op.operands]
+
+
 _SCOPE = {"gpu": 1, "workgroup": 2}                   # SPIR-V Device, Workgroup
 _SEMANTICS = {"global": 0x200 | 0x8, "shared": 0x100 | 0x8}  # Cross-workgroup / Workgroup memory, AcqRel
 
