@@ -70,6 +70,7 @@ class Compiled:
     slm_bytes: int
     timings: Dict[str, float] = field(default_factory=dict)
     extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
+    writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (runtime/writes.py)
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -153,7 +154,9 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     func = compile_to_ir(jit, signature, options)
     timings["frontend"] = time.perf_counter() - t0
     from ..runtime.extents import descriptor_extents
+    from ..runtime.writes import written_params
     extents = descriptor_extents(func)  # before the passes rewrite the function
+    writes = written_params(func)
     if dump is not None:
         dump("xegpu", func)
     lane = run_passes(func, options, asm, timings, dump)
@@ -178,4 +181,4 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("llir", opt_llir)
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents)
+                    extents, writes)

@@ -27,7 +27,7 @@ from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
 from ..targets import TARGETS, Target, get_target
-from . import arrays, device as dev, extents
+from . import arrays, device as dev, extents, writes
 from .cache import compiler_fingerprint, disk_cache, stats
 
 LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level")
@@ -71,6 +71,7 @@ class CompiledKernel:
         self.workgroup_size = meta["workgroup_size"]
         self.slm_bytes = meta.get("slm_bytes", 0)
         self.extents = meta.get("extents") or ()  # descriptor shapes checked against buffers at launch
+        self.writes = meta.get("writes") or {}  # parameters the kernel stores to: refused if read-only
         self._asm = asm
         self._rebuild = rebuild
         self._kernels: Dict[Any, Any] = {}
@@ -532,7 +533,8 @@ class JITFunction:
         stats["compiles"] += 1
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
-                "target": options.target.name, "extents": c.extents}
+                "target": options.target.name, "extents": c.extents,
+                "writes": c.writes}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
@@ -588,6 +590,8 @@ class JITFunction:
         if ck.extents:
             extents.check(self.__name__, ck.extents, {name: values[i] for i, name, _, _ in runtime})
         kargs = [conv(values[i], name, queue, copies) for i, name, irt, conv in runtime]
+        if copies and ck.writes and not all(c.host.flags.writeable for c in copies):
+            writes.check(self.__name__, ck.writes, {name: values[i] for i, name, _, _ in runtime})
         wg = ck.workgroup_size
         if len(g) == 1:
             gs, ls = [g[0] * wg], [wg]
