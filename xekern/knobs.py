@@ -12,6 +12,7 @@
 | ``XEKERN_DEBUG`` | ``0`` | ``1`` keeps ``xl.device_assert`` / ``xl.device_print`` in kernels |
 | ``XEKERN_LLVM_ISOLATION`` | ``1`` | ``0`` runs LLVM inside the user's process (an LLVM abort then ends it) |
 | ``XEKERN_OCL_ICD`` | found | path of the OpenCL CPU runtime library (``libintelocl.so``) if it is not found |
+| ``XEKERN_KERNEL_CACHE_SIZE`` | ``256`` | compiled specializations each kernel keeps in memory (least recently used dropped first) |
 """
 from __future__ import annotations
 
@@ -65,3 +66,17 @@ def llvm_isolation() -> bool:
 
 def ocl_icd() -> Optional[str]:
     return os.environ.get("XEKERN_OCL_ICD") or None
+
+
+def kernel_cache_size() -> int:
+    v = os.environ.get("XEKERN_KERNEL_CACHE_SIZE", "").strip()
+    if not v:
+        return 256
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        from .errors import LaunchError
+        raise LaunchError(f"XEKERN_KERNEL_CACHE_SIZE must be a positive integer, got {v!r}")
+    return n

@@ -159,6 +159,8 @@ def build_kernel(queue, spirv: bytes, name: str):
         prog = make(queue, spirv)
     except Exception as e:
         raise LaunchError(f"the device driver rejected kernel '{name}': {e}") from None
+    from .cache import stats
+    stats["driver_builds"] += 1  # each one keeps ~1.8 MiB on the OpenCL CPU runtime: docs/troubleshooting.md
     return prog.get_sycl_kernel(name)
 
 

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -95,6 +96,10 @@ class CompiledKernel:
         if self._asm is None:  # loaded from disk: redo the IR stages on demand
             self._asm = self._rebuild().asm
         return self._asm
+
+    def release(self) -> None:
+        """Drop the driver kernels (and programs) built for this specialization; it rebuilds on next use."""
+        self._kernels.clear()
 
     def kernel_for(self, queue):
         """The driver's kernel for ``queue`` (built, and checked against the device, on first use)."""
@@ -357,7 +362,8 @@ class JITFunction:
                 raise CompilationError(f"kernel '{fn.__name__}': *args and **kwargs parameters are not supported")
         self._source = None
         self._deps = None
-        self.cache: Dict[tuple, CompiledKernel] = {}
+        # specialization key -> kernel, least recently used first; at most XEKERN_KERNEL_CACHE_SIZE
+        self.cache: "OrderedDict[tuple, CompiledKernel]" = OrderedDict()
         self._lock = threading.Lock()
         self.last: Optional[CompiledKernel] = None
         self._targets: Dict[Any, Target] = {}
@@ -508,13 +514,28 @@ class JITFunction:
         ck = self.cache.get(key)
         if ck is not None:
             stats["memory_hits"] += 1
+            self._touch(key)
             return ck
         with self._lock:
             ck = self.cache.get(key)
             if ck is None:
                 ck = self._load_or_compile(key, make_sig(), options)
                 self.cache[key] = ck
+                self._evict(knobs.kernel_cache_size())
         return ck
+
+    def _touch(self, key) -> None:
+        try:
+            self.cache.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+
+    def _evict(self, bound: int) -> None:
+        """Drop least recently used specializations beyond ``bound``, with their driver kernels."""
+        while len(self.cache) > bound:
+            _, old = self.cache.popitem(last=False)
+            old.release()
+            stats["evictions"] += 1
 
     def _disk_key(self, key) -> str:
         text = repr((__version__, compiler_fingerprint(), self.dependencies_hash(), key))
@@ -563,6 +584,8 @@ class JITFunction:
         ck = self.cache.get(key)
         if ck is None:
             ck = self.compiled(key, lambda: self.signature(values, runtime), options)
+        elif ck is not self.last:  # repeated launches of one specialization skip the LRU bookkeeping
+            self._touch(key)
         self.last = ck
         return self._submit(ck, grid, values, runtime, queue)
 
