@@ -392,3 +392,37 @@ def test_split_and_join(rng, monkeypatch, interpret, dtype):
     np.testing.assert_array_equal(pairs, np.stack([x, y], axis=-1))
     np.testing.assert_array_equal(out, np.stack([x, y]))
     assert np.array_equal(np.signbit(out), np.signbit(np.stack([x, y])))
+
+
+@xk.jit
+def interleave_kernel(a_ptr, b_ptr, o_ptr, R: xl.constexpr, C: xl.constexpr):
+    r = xl.arange(0, R)[:, None]
+    c = xl.arange(0, C)[None, :]
+    c2 = xl.arange(0, 2 * C)[None, :]
+    xl.store(o_ptr + r * (2 * C) + c2, xl.interleave(xl.load(a_ptr + r * C + c), xl.load(b_ptr + r * C + c)))
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_gap_interleave(rng, interpret):
+    kernel = interleave_kernel if not interpret else xk.jit(interleave_kernel.fn, interpret=True)
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal((8, 16)).astype(np.float32)
+    a[0, 0], b[1, 1] = -0.0, np.nan  # exact: signed zeros and NaNs pass through
+    out = poisoned((8, 32), np.float32)
+    kernel[(1,)](a, b, out, R=8, C=16)
+    want = np.stack([a, b], axis=-1).reshape(8, 32)
+    np.testing.assert_array_equal(out, want)
+    assert np.signbit(out[0, 0])
+
+
+def test_gap_device_properties():
+    import dpctl
+    d = dpctl.SyclDevice("opencl:cpu")
+    props = xk.device_properties("opencl:cpu")
+    assert props["multiprocessor_count"] == d.max_compute_units > 0
+    assert props["max_shared_mem"] == d.local_mem_size and props["target"] == "cpu"
+    assert props["sub_group_size"] == xk.get_target("cpu").sg_size and 16 in props["sub_group_sizes"]
+    assert props["max_work_group_size"] == d.max_work_group_size and props["global_mem_size"] > 0
+    assert props == xk.device_properties(d) == xk.device_properties()  # XEKERN_DEVICE=opencl:cpu here
+    with pytest.raises(xk.LaunchError, match="names no device"):
+        xk.device_properties("level_zero:gpu:7")
