@@ -210,7 +210,7 @@ def _classify(v, name: str):
         return _int_part(int(v), name)
     if v is None:
         raise LaunchError(f"argument '{name}' is None; only constexpr parameters may be None")
-    if hasattr(v, "__dlpack__"):
+    if hasattr(v, "__dlpack__"):  # host producers were turned into NumPy arrays by _host_dlpack
         raise LaunchError(f"argument '{name}': {type(v).__name__} is not on a SYCL device; pass an array with "
                           f"__sycl_usm_array_interface__ (dpnp, xk.to_device) or a NumPy array")
     raise LaunchError(f"argument '{name}': {type(v).__name__} is not a kernel argument (expected an array "
@@ -308,6 +308,41 @@ def _queue_of(values) -> Optional[object]:
             if q is not None and hasattr(q, "submit_async"):
                 return q
     return None
+
+
+_PLAIN_ARGS = frozenset((int, float, bool, np.ndarray, arrays.DeviceArray, type(None), str))
+_KDLCPU, _DL_DEVICES = 1, {2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm",
+                           13: "CUDA managed", 14: "oneAPI"}
+
+
+def _host_dlpack(params, values: list) -> list:
+    """Arrays that only speak DLPack (``__dlpack__``, no ``__sycl_usm_array_interface__``): on the
+    host (kDLCPU) they become NumPy views (``np.from_dlpack``), copied in and out like NumPy
+    arrays; on another device they are refused, naming the device."""
+    out = None
+    for i, v in enumerate(values):
+        if type(v) in _PLAIN_ARGS or not hasattr(v, "__dlpack__") or hasattr(v, "__sycl_usm_array_interface__") \
+                or isinstance(v, (np.ndarray, np.generic, arrays.DeviceArray)):
+            continue
+        name = params[i].name
+        try:
+            dev_type, dev_id = v.__dlpack_device__()
+        except Exception as e:
+            raise LaunchError(f"argument '{name}': {type(v).__name__} has __dlpack__ but no working "
+                              f"__dlpack_device__ ({e})") from None
+        if int(dev_type) != _KDLCPU:
+            where = _DL_DEVICES.get(int(dev_type), f"DLPack device type {int(dev_type)}")
+            raise LaunchError(f"argument '{name}': {type(v).__name__} lives on {where} (device {dev_id}), not on "
+                              f"the host or a SYCL device; pass a NumPy array, a host DLPack array, or an array "
+                              f"with __sycl_usm_array_interface__ (dpnp, xk.to_device)")
+        try:
+            a = np.from_dlpack(v)
+        except Exception as e:
+            raise LaunchError(f"argument '{name}': np.from_dlpack could not read {type(v).__name__} ({e})") from None
+        if out is None:
+            out = list(values)
+        out[i] = a
+    return values if out is None else out
 
 
 def _check_grid(grid, meta) -> Tuple[int, ...]:
@@ -563,7 +598,7 @@ class JITFunction:
         overrides = _NO_OVERRIDES
         if kwargs and not _OPTION_SET.isdisjoint(kwargs):
             overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = self.bind(args, kwargs)
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
         if self.interpret:
             return self._interpret(grid, values, overrides)
         queue = overrides.get("queue")
@@ -637,7 +672,7 @@ class JITFunction:
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching."""
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = self.bind(args, kwargs)
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target = self.target_for_queue(queue, overrides.get("target"))
         options = self.options(overrides, target)
@@ -652,7 +687,7 @@ class JITFunction:
         overrides = dict(overrides)
         if "queue" in kwargs and "queue" not in self.by_name:
             overrides["queue"] = kwargs.pop("queue")
-        values = self.bind(args, kwargs)
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
         if self.interpret:
             return self._interpret(grid, values, overrides)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
