@@ -146,6 +146,14 @@ def spirv_text(spirv: bytes) -> str:
     return r.stdout.decode() if r.returncode == 0 else f"; spirv-dis failed: {r.stderr.decode()}"
 
 
+def _drop_breakpoints(func: ir.FuncOp) -> None:
+    """``breakpoint()`` (``debug.breakpoint``) is for the interpreter's pdb; the device has no
+    debugger, so a kernel compiled for it runs as if the call were not there (language.md)."""
+    for op in list(func.walk()):
+        if isinstance(op, ir.BreakpointOp):
+            op.parent.ops.remove(op)
+
+
 def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     """Source -> SPIR-V for one specialization. Raises CompilationError on any user mistake."""
     timings: Dict[str, float] = {}
@@ -156,6 +164,7 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     from ..runtime.extents import descriptor_extents
     from ..runtime.writes import written_params
     extents = descriptor_extents(func)  # before the passes rewrite the function
+    _drop_breakpoints(func)
     writes = written_params(func)
     if dump is not None:
         dump("xegpu", func)
