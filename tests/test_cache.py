@@ -219,3 +219,36 @@ def test_cache_key_is_stable_across_processes(tmp_path):
                        env=dict(os.environ, PYTHONHASHSEED="123"))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == here
+
+
+def test_memory_cache_keeps_the_most_recently_used_specializations(monkeypatch, rng):
+    """XEKERN_KERNEL_CACHE_SIZE bounds each kernel's in-memory cache; the least recently used
+    specialization is dropped (with its driver kernels) and comes back from the disk cache."""
+    import numpy as np
+    import xekern as xk
+    from xekern.runtime.cache import stats
+    sys.path.insert(0, HERE)
+    from kernels import add_kernel
+    monkeypatch.setenv("XEKERN_KERNEL_CACHE_SIZE", "2")
+    k = xk.jit(add_kernel.fn)  # a fresh cache
+    n = 77
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+
+    def launch(block):
+        out = np.full(n, np.nan, np.float32)
+        k[(xk.cdiv(n, block),)](x, y, out, n, BLOCK=block)
+        np.testing.assert_allclose(out, x + y, rtol=1e-6)
+        return k.last
+
+    a = launch(16)
+    launch(32)
+    assert launch(16) is a  # a hit, and 16 is now the most recent
+    e0 = stats["evictions"]
+    launch(64)  # evicts 32, the least recently used
+    assert [key[0][-1] for key in k.cache] == [(int, 16), (int, 64)]
+    assert stats["evictions"] == e0 + 1
+    launch(32)  # back (from disk), evicting 16
+    assert [key[0][-1] for key in k.cache] == [(int, 64), (int, 32)] and not a._kernels
+    monkeypatch.setenv("XEKERN_KERNEL_CACHE_SIZE", "0")
+    with pytest.raises(xk.LaunchError, match="XEKERN_KERNEL_CACHE_SIZE must be a positive integer"):
+        launch(128)

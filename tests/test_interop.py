@@ -54,7 +54,7 @@ class _TorchLike:
         return (2, 0)   # kDLCUDA
 
 
-@pytest.mark.parametrize("bad,words", [(_TorchLike(), "_TorchLike is not on a SYCL device"),
+@pytest.mark.parametrize("bad,words", [(_TorchLike(), "_TorchLike lives on CUDA \\(device 0\\), not on the host"),
                                        ([1.0, 2.0], "list is not a kernel argument")])
 def test_other_objects_are_refused_clearly(bad, words):
     q = dev.queue_for(None)
@@ -62,3 +62,32 @@ def test_other_objects_are_refused_clearly(bad, words):
     with pytest.raises(LaunchError, match=words) as e:
         scale_add[(1,)](bad, out, out, 4, 1.0, BLOCK=4)
     assert "x_ptr" in str(e.value)
+
+
+class _HostDLPack:
+    """An array seen only through DLPack on the host (kDLCPU), like a CPU torch tensor."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kw):
+        return self._a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_host_dlpack_producers_are_copied_in_and_out(rng, interpret):
+    kernel = scale_add if not interpret else xk.jit(scale_add.fn, interpret=True)
+    n = 1001
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    x, o = _HostDLPack(a), _HostDLPack(out)
+    assert not hasattr(x, "__array__") and not hasattr(x, "__sycl_usm_array_interface__")
+    kernel[(xk.cdiv(n, 256),)](x, b, o, n, 0.5, BLOCK=256)
+    np.testing.assert_allclose(out, 0.5 * a.astype(np.float64) + b, rtol=1e-6)  # written back through DLPack
+    ro = np.full(n, np.nan, np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(LaunchError, match="argument 'out_ptr' is a read-only NumPy array"):
+        kernel[(xk.cdiv(n, 256),)](x, b, _HostDLPack(ro), n, 0.5, BLOCK=256)

@@ -515,17 +515,56 @@ def test_print_written_in_a_kernel_runs_on_the_host_without_debug(capsys):
 
 
 @xk.jit(interpret=True)
-def breakpoint_kernel(x_ptr):
-    breakpoint()
+def breakpoint_kernel(x_ptr, BLOCK: xl.constexpr):
+    pid = xl.program_id(0)
+    offs = pid * BLOCK + xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs) * 2
+    breakpoint()  # the kernel's breakpoint
+    xl.store(x_ptr + offs, x + 1)
 
 
-@pytest.mark.xfail(strict=True, reason="the frontend rejects breakpoint() ('the Python builtin 'breakpoint' is not "
-                                       "supported'); a breakpoint op needs one interpreter rule (debug.pause)")
 def test_breakpoint_written_in_a_kernel_run_on_the_host(monkeypatch):
     stops = []
-    monkeypatch.setattr(builtins, "breakpoint", lambda *a, **k: stops.append(sys._getframe(1).f_locals))
-    breakpoint_kernel[(3,)](np.zeros(3, np.int32))
+
+    def fake_breakpoint(*a, **k):
+        f = sys._getframe(1)
+        stops.append((f.f_code.co_filename, f.f_lineno, dict(f.f_locals)))
+    monkeypatch.setattr(builtins, "breakpoint", fake_breakpoint)
+    x = np.arange(12, dtype=np.int32)
+    breakpoint_kernel[(3,)](x, BLOCK=4)
     assert len(stops) == 3
+    line = line_of(breakpoint_kernel, "the kernel's breakpoint")
+    for p, (file, lineno, local) in enumerate(stops):
+        assert (file, lineno) == (__file__, line)
+        assert local["pid"] == p and local["BLOCK"] == 4 and local["program_id"] == (p, 0, 0)
+        np.testing.assert_array_equal(local["x"], 2 * np.arange(4 * p, 4 * p + 4))
+        np.testing.assert_array_equal(local["offs"], np.arange(4 * p, 4 * p + 4))
+    np.testing.assert_array_equal(x, 2 * np.arange(12) + 1)  # the kernel ran on after each stop
+
+
+def test_breakpoint_in_a_kernel_drives_pdb(monkeypatch):
+    """pdb itself, fed from a script: ``p x`` at the kernel's breakpoint prints the program's x."""
+    import io
+    import pdb
+    out = io.StringIO()
+    script = io.StringIO("p x.tolist()\np pid\nc\n" * 2)
+    monkeypatch.setattr(builtins, "breakpoint",
+                        lambda *a, **k: pdb.Pdb(stdin=script, stdout=out, nosigint=True).set_trace(sys._getframe(1)))
+    x = np.arange(8, dtype=np.int32) + 5
+    breakpoint_kernel[(2,)](x, BLOCK=4)
+    text = out.getvalue()
+    assert "[10, 12, 14, 16]" in text and "[18, 20, 22, 24]" in text, text
+    assert os.path.basename(__file__) in text  # pdb shows where: the kernel's own file
+    np.testing.assert_array_equal(x, 2 * (np.arange(8) + 5) + 1)
+
+
+def test_breakpoint_compiles_to_nothing_on_the_device(monkeypatch):
+    monkeypatch.setattr(builtins, "breakpoint", lambda *a, **k: pytest.fail("no pdb on the device"))
+    kernel = xk.jit(breakpoint_kernel.fn, interpret=False, debug=True)
+    x = np.arange(8, dtype=np.int32)
+    launch = kernel[(2,)](x, BLOCK=4)
+    np.testing.assert_array_equal(x, 2 * np.arange(8) + 1)
+    assert "debug.breakpoint" not in launch.asm["xegpu"]
 
 
 @xk.jit(interpret=True)

@@ -10,12 +10,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_long_run_benchmark_smoke():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "long_run.py"), "--launches", "200",
-                        "--compiles", "20", "--json"], capture_output=True, text=True, timeout=600)
+                        "--compiles", "20", "--json",
+                        "--kernel-cache-size", "8", "--calibrate", "4"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     run = out["compiles_run"]
-    assert run["compiled"] == 20 and run["memory_cache"] == 20
-    assert run["cache_entries"] == 21 and run["cache_bytes"] > 0  # 20 specializations + the add kernel
+    # the in-memory cache is bounded (XEKERN_KERNEL_CACHE_SIZE=8): of the calibration's C=0 and the 20
+    # specializations, the 13 least recently used were dropped
+    assert run["compiled"] == 20 and run["memory_cache"] == 8 and run["evictions"] == 13, run
+    assert run["driver_builds"] == 20 and out["driver_retained_per_program_kib"] > 0
+    assert run["cache_entries"] == 22 and run["cache_bytes"] > 0  # 20 specializations, C=0, the add kernel
     assert out["device_launches"]["rss_after_kib"] > 0
     # launches on device arrays allocate nothing that stays: allow 16 MiB of allocator noise
     assert out["device_launches"]["growth_kib"] < 16 * 1024, out["device_launches"]

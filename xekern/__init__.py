@@ -17,7 +17,7 @@ from . import language, layouts  # noqa: E402
 from .ir.layout import Layout, SliceLayout  # noqa: E402
 from .ir.types import PointerType  # noqa: E402
 from .runtime.arrays import DeviceArray, empty, to_device  # noqa: E402
-from .runtime.device import synchronize, target_for  # noqa: E402
+from .runtime.device import device_properties, synchronize, target_for  # noqa: E402
 from .runtime.jit import CompiledKernel, JITFunction, Launch, cdiv, jit, next_power_of_2  # noqa: E402
 from .runtime.allocator import set_allocator  # noqa: E402
 from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402
@@ -38,4 +38,5 @@ def pointer(dtype, space: str = "global") -> PointerType:
 __all__ = ["jit", "JITFunction", "autotune", "Config", "Autotuner", "testing", "Launch", "CompiledKernel", "cdiv",
            "next_power_of_2", "set_allocator", "CompilationError", "LaunchError", "XekernError",
            "CacheWarning", "Layout", "SliceLayout", "DeviceArray", "to_device", "empty", "synchronize",
+           "device_properties",
            "targets", "target_for", "layouts", "Target", "get_target", "register_target", "pointer", "language", "knobs", "__version__"]

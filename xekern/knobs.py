@@ -13,6 +13,7 @@
 | ``XEKERN_LLVM_ISOLATION`` | ``1`` | ``0`` runs LLVM inside the user's process (an LLVM abort then ends it) |
 | ``XEKERN_OCL_ICD`` | found | path of the OpenCL CPU runtime library (``libintelocl.so``) if it is not found |
 | ``XEKERN_SPIRV_EXT`` | from the target | ``1``/``0`` forces GPU codegen's SPIR-V 2D block IO / matrix-multiply ops table on/off |
+| ``XEKERN_KERNEL_CACHE_SIZE`` | ``256`` | compiled specializations each kernel keeps in memory (least recently used dropped first) |
 """
 from __future__ import annotations
 
@@ -72,3 +73,18 @@ def spirv_ext() -> Optional[bool]:
     """``XEKERN_SPIRV_EXT``: True/False forces the SPIR-V ops table, None leaves it to the target."""
     v = os.environ.get("XEKERN_SPIRV_EXT", "").strip()
     return None if v == "" else _flag("XEKERN_SPIRV_EXT", False)
+
+
+def kernel_cache_size() -> int:
+    """``XEKERN_KERNEL_CACHE_SIZE``: specializations each kernel keeps in memory (LRU; default 256)."""
+    v = os.environ.get("XEKERN_KERNEL_CACHE_SIZE", "").strip()
+    if not v:
+        return 256
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        from .errors import LaunchError
+        raise LaunchError(f"XEKERN_KERNEL_CACHE_SIZE must be a positive integer, got {v!r}")
+    return n

@@ -63,9 +63,8 @@ def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n
 
 
 def num_compute_units():
-    """The tutorial's ``NUM_SM`` (CUDA: ``multiprocessor_count``): the default device's compute units."""
-    from xekern.runtime import device
-    return device.default_device().max_compute_units
+    """The tutorial's ``NUM_SM`` (``driver.active.utils.get_device_properties(device)["multiprocessor_count"]``)."""
+    return xk.device_properties()["multiprocessor_count"]
 
 
 def softmax(x):

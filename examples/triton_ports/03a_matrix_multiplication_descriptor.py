@@ -126,9 +126,8 @@ def matmul_kernel_descriptor_persistent(
 
 
 def num_compute_units():
-    """The tutorial's ``NUM_SMS`` (CUDA: ``multi_processor_count``): the default device's compute units."""
-    from xekern.runtime import device
-    return device.default_device().max_compute_units
+    """The tutorial's ``NUM_SMS`` (``driver.active.utils.get_device_properties(device)["multiprocessor_count"]``)."""
+    return xk.device_properties()["multiprocessor_count"]
 
 
 def matmul_descriptor_persistent(a, b, warp_specialize: bool = False):

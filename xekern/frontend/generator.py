@@ -65,6 +65,7 @@ _UNSUPPORTED = {
 }
 
 _CONST_TYPES = (int, float, bool, str, type(None), T.DType, Layout, SliceLayout)
+_BREAKPOINT = object()  # Python's breakpoint() in a kernel: pdb in the interpreter (semantic_debug.breakpoint)
 _ALLOWED_PY_BUILTINS = {"range", "len", "min", "max", "int", "float", "bool", "abs", "isinstance", "getattr",
                         "tuple", "list", "print", "enumerate", "zip", "reversed", "str", "hasattr", "round",
                         "divmod", "sum", "any", "all", "type"}
@@ -585,6 +586,8 @@ class CodeGenerator(ast.NodeVisitor):
         for table in (self.src.closure, self.src.globals):
             if name in table:
                 return self.check_global(name, table[name], node)
+        if name == "breakpoint":
+            return _BREAKPOINT
         if name in _ALLOWED_PY_BUILTINS:
             return getattr(builtins, name)
         if hasattr(builtins, name):
@@ -762,6 +765,10 @@ class CodeGenerator(ast.NodeVisitor):
             return _Range(vals, static=True)
         if _is_jit(fn):
             return self.call_jit(fn, args, kwargs, node)
+        if fn is _BREAKPOINT:
+            if args or kwargs:
+                raise self.error(node, "breakpoint() in a kernel takes no arguments")
+            return self.sem.breakpoint(self.scope)
         if is_builtin(fn):
             return fn(*args, _sem=self.sem, **kwargs)
         if fn in _PY_CLASSES:

@@ -128,8 +128,12 @@ class ArithSemantic:
     def reshape(self, x: tensor, shape) -> tensor:
         shape = tuple(shape)
         if [d for d in x.shape if d != 1] != [d for d in shape if d != 1]:
-            raise SemanticError(f"reshape {list(x.shape)} -> {list(shape)}: only adding or removing "
-                                f"size-1 dimensions is supported")
+            if x.is_tile and len(shape) == len(x.shape) + 1 and shape[:-2] == x.shape[:-1] \
+                    and shape[-2] * shape[-1] == x.shape[-1] and shape[-2] <= 16:
+                return self._split_last_dim(x, shape)
+            raise SemanticError(f"reshape {list(x.shape)} -> {list(shape)}: supported are adding or removing "
+                                f"size-1 dimensions, and splitting the last dimension in two, (..., N) -> "
+                                f"(..., A, N // A) with A <= 16")
         if shape == x.shape:
             return x
         if not shape:
@@ -137,6 +141,32 @@ class ArithSemantic:
         if not x.is_tile:
             x = self.splat(x, (1,))
         return self.op(ir.ShapeCastOp, x.handle, VectorType(shape, x.dtype))
+
+    def _split_last_dim(self, x: tensor, shape) -> tensor:
+        """``(..., N) -> (..., A, B)`` through shared local memory: the tile is stored, each
+        ``(..., B)`` column block is loaded back and they are stacked along the new axis by selects
+        (no register-only rearrangement exists for a row split across lanes in every layout)."""
+        if isinstance(x.dtype, T.PointerType):
+            raise SemanticError("reshape of a tile of pointers is not supported; reshape the offsets")
+        a, b = shape[-2], shape[-1]
+        m = self.alloc_slm(x.shape, x.dtype)
+        zeros = [0] * len(x.shape)
+        self.barrier()  # earlier readers of this buffer (a reshape in a loop) are done
+        self.store_matrix(m, zeros, x)
+        self.barrier()
+        idx = self.arange(0, a)
+        idx = self.expand_dims(idx, 1)
+        for _ in range(len(shape) - 2):
+            idx = self.expand_dims(idx, 0)
+        out = None
+        for i in range(a):
+            piece = self.load_matrix(m, zeros[:-1] + [i * b], x.shape[:-1] + (b,))
+            piece = self.broadcast_to(self.expand_dims(piece, len(shape) - 2), shape)
+            if out is None:
+                out = piece
+            else:
+                out = self.where(self.broadcast_to(self.compare("eq", idx, i), shape), piece, out)
+        return out
 
     def broadcast_to(self, x: tensor, shape) -> tensor:
         x = self.to_tensor(x)

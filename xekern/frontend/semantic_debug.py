@@ -76,3 +76,20 @@ class DebugSemantic:
         self.b.create(ir.AssertOp, c.handle, msg or "assertion failed", loc.file if loc else "<kernel>",
                       loc.line if loc else 0, index, shape)
         return None
+
+    def breakpoint(self, scope) -> None:
+        """``breakpoint()`` in a kernel: a ``debug.breakpoint`` op holding the kernel's variables
+        (``scope``: name -> value) for the interpreter's ``pdb``. Built in debug compilations (the
+        interpreter's always are); the device compile removes it (runtime/jit: no debugger there)."""
+        if not self.options.debug:
+            return None
+        names, values, consts = [], [], {}
+        for name, v in scope.items():
+            v = unwrap(v)
+            if isinstance(v, tensor) and isinstance(v.dtype, T.DType):
+                names.append(name)
+                values.append(v.handle)
+            elif isinstance(v, (bool, int, float, str)) or v is None:
+                consts[name] = v
+        self.b.create(ir.BreakpointOp, names, values, consts)
+        return None

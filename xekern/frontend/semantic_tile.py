@@ -336,6 +336,37 @@ class TileSemantic:
         ea, eb = self.expand_dims(ta, len(ta.shape)), self.expand_dims(tb, len(tb.shape))
         return self.where(self.broadcast_to(self.compare("eq", idx, 0), shape), ea, eb)
 
+    def interleave(self, a, b) -> tensor:
+        """``xl.interleave(a, b)``: ``(..., N)`` tiles into one ``(..., 2N)`` tile alternating their
+        elements along the last dimension (Triton's ``tl.interleave``). Built like ``split``:
+        ``out[..., k]`` is the sum over ``j`` of ``a[..., j]`` where ``k == 2j``, ``b[..., j]`` where
+        ``k == 2j + 1`` and ``-0.0`` (0) elsewhere, exact for every value; it costs a
+        ``(..., 2N, N)`` tile, so ``N`` is limited to 64."""
+        ta, tb = self._weak_operands(a, b)
+        dt = self.promote(ta.dtype, tb.dtype)
+        ta, tb = self.broadcast_pair(self.cast(ta, dt), self.cast(tb, dt))
+        if not ta.is_tile:
+            ta, tb = self.splat(ta, (1,)), self.splat(tb, (1,))
+        if isinstance(dt, T.PointerType):
+            raise SemanticError("interleave does not apply to pointers")
+        n = ta.shape[-1]
+        if n > 64:
+            raise SemanticError(f"interleave of tiles of shape {list(ta.shape)}: the last dimension must be "
+                                f"at most 64 (the interleave is built from a {2 * n} x {n} select per row)")
+        lead = ta.shape[:-1]
+        shape = lead + (2 * n, n)
+        k = self.expand_dims(self.arange(0, 2 * n), 1)  # (2N, 1)
+        j2 = self.expand_dims(self.binary("mul", self.arange(0, n), 2), 0)  # (1, N): 2j
+        for _ in lead:
+            k, j2 = self.expand_dims(k, 0), self.expand_dims(j2, 0)
+        ea = self.broadcast_to(self.expand_dims(ta, len(lead)), shape)
+        eb = self.broadcast_to(self.expand_dims(tb, len(lead)), shape)
+        none = self.const(-0.0 if dt.is_floating else 0, dt)
+        even = self.broadcast_to(self.compare("eq", k, j2), shape)
+        odd = self.broadcast_to(self.compare("eq", k, self.binary("add", j2, 1)), shape)
+        picked = self.where(even, ea, self.where(odd, eb, none))
+        return self.cast(self.reduce(picked, -1, "sum"), dt)
+
     def permute(self, x, dims=None) -> tensor:
         x = self.to_tensor(x)
         r = len(x.shape)

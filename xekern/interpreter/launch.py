@@ -21,6 +21,7 @@ from ..ir.types import DType, PointerType
 from ..runtime import arrays
 from ..runtime import device as dev
 from ..runtime.jit import Launch, _check_grid
+from ..runtime.writes import check as check_writes, written_params
 from . import numerics as N
 from .core import Plan, Program
 from .debug import active_hooks
@@ -36,6 +37,7 @@ class InterpretedKernel:
         self.plan = Plan(func)
         self.workgroup_size = workgroup_size
         self.slm_bytes = sum(op.result.type.nbytes for op in func.walk() if isinstance(op, ir.CreateMemDescOp))
+        self.writes = written_params(func)  # read-only NumPy arrays are refused for these, as on the device
 
     @property
     def asm(self) -> Dict[str, str]:
@@ -108,7 +110,7 @@ def _numpy_buffer(name: str, v: np.ndarray):
     if v.flags.c_contiguous:
         if v.flags.writeable:
             return Buffer(name, v.reshape(-1)), None  # in place
-        return Buffer(name, v.reshape(-1).copy()), None  # like the device: writes to it are dropped
+        return Buffer(name, v.reshape(-1).copy()), None  # read-only: only read (runtime/writes.py)
     if v.flags.f_contiguous:  # the device sees it in C order (reshape(-1) copies): so do we
         def back(data, v=v):
             if v.flags.writeable:
@@ -214,6 +216,7 @@ def run_function(func: ir.FuncOp, grid, args: Dict[str, object], num_subgroups: 
 def run(kernel: InterpretedKernel, grid: Tuple[int, ...], values: Dict[str, object], num_subgroups: int) -> None:
     """Every program of ``grid``, x fastest, each to its end before the next starts."""
     grid3 = tuple(grid) + (1,) * (3 - len(grid))
+    check_writes(kernel.name, kernel.writes, values)
     env, backs = bind_arguments(kernel.func, values)
     state = LaunchState(kernel, grid3, num_subgroups)
     ok = False

@@ -51,3 +51,14 @@ def _assert(ctx, op, args):
     ctx.assert_(op, args[0], f"{op.attrs['msg']} ({op.attrs['file']}:{op.attrs['line']})")
     return None
 
+
+
+@rule(ir.BreakpointOp)
+def _breakpoint(ctx, op, args):
+    """``breakpoint()`` in a kernel: ``pdb`` in a frame holding the kernel's variables (NumPy
+    values, and the compile-time ones), at the kernel's file and line (interpreter/debug.pause)."""
+    from .debug import pause
+    variables = dict(op.attrs["consts"])
+    variables.update(zip(op.attrs["names"], args))
+    pause(ctx, op, variables)
+    return None

@@ -88,3 +88,21 @@ class AssertOp(Op):
         if (t.elem if isinstance(t, VectorType) else t) != int1:
             raise IRError(f"the condition must be i1 (a boolean scalar or tile), got {t}", self)
         _check_index(self, [self.cond], self.index)
+
+
+class BreakpointOp(Op):
+    """``debug.breakpoint``: Python's ``breakpoint()`` written in a kernel. The operands are the
+    kernel's live runtime variables, named by ``names``; ``consts`` holds its compile-time ones
+    (name -> value). The interpreter opens ``pdb`` there, in a frame whose locals are those
+    variables and whose file and line are the kernel's; the device has no debugger, so the
+    compiler removes the op before its passes (the kernel runs on as if it were not there)."""
+
+    NAME = "debug.breakpoint"
+    HAS_SIDE_EFFECTS = True
+
+    def __init__(self, names, values, consts=None, loc=None):
+        super().__init__(list(values), [], {"names": tuple(names), "consts": dict(consts or {})}, loc=loc)
+
+    def verify(self):
+        if len(self.attrs["names"]) != len(self.operands):
+            raise IRError("one name per operand", self)

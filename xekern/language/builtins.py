@@ -198,6 +198,13 @@ def join(a, b, _sem=None):
     return _sem.join(a, b)
 
 
+@builtin
+def interleave(a, b, _sem=None):
+    """Interleave two tiles along their last dimension (Triton's ``tl.interleave``):
+    ``xl.interleave(a, b)[..., 2 * j] == a[..., j]`` and ``[..., 2 * j + 1] == b[..., j]``."""
+    return _sem.interleave(a, b)
+
+
 # ---- math --------------------------------------------------------------------------------------
 
 def _math(fn_name):

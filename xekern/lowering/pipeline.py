@@ -90,6 +90,7 @@ class Compiled:
     timings: Dict[str, float] = field(default_factory=dict)
     extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
     grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
+    writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (runtime/writes.py)
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -178,6 +179,14 @@ def spirv_text(spirv: bytes) -> str:
             f"their ops (ids as below):\n{head}" + r.stdout.decode())
 
 
+def _drop_breakpoints(func: ir.FuncOp) -> None:
+    """``breakpoint()`` (``debug.breakpoint``) is for the interpreter's pdb; the device has no
+    debugger, so a kernel compiled for it runs as if the call were not there (language.md)."""
+    for op in list(func.walk()):
+        if isinstance(op, ir.BreakpointOp):
+            op.parent.ops.remove(op)
+
+
 def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     """Source -> SPIR-V for one specialization. Raises CompilationError on any user mistake."""
     timings: Dict[str, float] = {}
@@ -189,7 +198,10 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
         raise _fail(None, "xegpu", e) from e
     timings["frontend"] = time.perf_counter() - t0
     from ..runtime.extents import descriptor_extents
+    from ..runtime.writes import written_params
     extents = descriptor_extents(func)  # before the passes rewrite the function
+    _drop_breakpoints(func)
+    writes = written_params(func)
     if dump is not None:
         dump("xegpu", func)
     lane = run_passes(func, options, asm, timings, dump)
@@ -215,4 +227,4 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("llir", opt_llir)
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents, grf_mode)
+                    extents, grf_mode, writes)

@@ -24,7 +24,8 @@ from ..errors import CacheWarning
 MAGIC = b"XEKERN-CACHE-1\n"
 _HDR = struct.Struct("<Q32s")
 
-stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_writes": 0, "corrupt": 0}
+stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_writes": 0, "corrupt": 0, "evictions": 0,
+         "driver_builds": 0}
 
 
 class DiskCache:

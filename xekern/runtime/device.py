@@ -162,6 +162,8 @@ def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
     except Exception as e:
         raise LaunchError(f"the device driver rejected kernel '{name}'"
                           f"{f' (options {copts!r})' if copts else ''}: {e}") from None
+    from .cache import stats
+    stats["driver_builds"] += 1  # each one keeps ~1.8 MiB on the OpenCL CPU runtime: docs/troubleshooting.md
     return prog.get_sycl_kernel(name)
 
 
@@ -172,6 +174,42 @@ def grf_copts(device, grf_mode) -> str:
     from ..lowering.grf import build_options
     backend = "opencl" if "opencl" in str(device.backend).lower() else "level_zero"
     return build_options(grf_mode, backend)
+
+
+def device_properties(device=None) -> dict:
+    """What a Triton user gets from ``driver.active.utils.get_device_properties``, for a dpctl
+    device, a filter string, or the default device (None)::
+
+        props = xk.device_properties()
+        grid = (min(props["multiprocessor_count"], tiles),)   # a persistent kernel's grid
+
+    ``multiprocessor_count`` is the device's compute units as the driver reports them (Xe cores
+    on a GPU, hardware threads on the OpenCL CPU device); ``max_shared_mem`` the shared local
+    memory per workgroup; ``target`` the xekern target record the device maps to (None if none).
+    """
+    d = as_device(device)
+    try:
+        t = target_for(d)
+    except LaunchError:
+        t = None
+    sizes = sorted(int(s) for s in (d.sub_group_sizes or ()))
+    return {
+        "name": d.name,
+        "backend": str(d.backend).split(".")[-1],
+        "device_type": str(d.device_type).split(".")[-1],
+        "driver": d.driver_version,
+        "target": t.name if t is not None else None,
+        "sub_group_sizes": sizes,
+        "sub_group_size": t.sg_size if t is not None else None,  # the size xekern compiles for
+        "max_work_group_size": int(d.max_work_group_size),
+        "max_num_sub_groups": int(d.max_num_sub_groups),
+        "max_shared_mem": int(d.local_mem_size),
+        "multiprocessor_count": int(d.max_compute_units),
+        "xe_cores": t.xe_cores if t is not None and t.kind == "gpu" else None,  # the target record's figure
+        "global_mem_size": int(d.global_mem_size),
+        "max_mem_alloc_size": int(d.max_mem_alloc_size),
+        "max_clock_rate": int(d.max_clock_frequency),  # MHz
+    }
 
 
 def describe_devices() -> List[dict]:

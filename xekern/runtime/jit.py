@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -27,7 +28,7 @@ from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
 from ..targets import TARGETS, Target, get_target
-from . import arrays, device as dev, extents
+from . import arrays, device as dev, extents, writes
 from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
@@ -74,6 +75,7 @@ class CompiledKernel:
         self.slm_bytes = meta.get("slm_bytes", 0)
         self.grf_mode = meta.get("grf_mode")  # asked of the GPU driver at build (lowering/grf.py)
         self.extents = meta.get("extents") or ()  # descriptor shapes checked against buffers at launch
+        self.writes = meta.get("writes") or {}  # parameters the kernel stores to: refused if read-only
         self._asm = asm
         self._rebuild = rebuild
         self._kernels: Dict[Any, Any] = {}
@@ -97,6 +99,10 @@ class CompiledKernel:
         if self._asm is None:  # loaded from disk: redo the IR stages on demand
             self._asm = self._rebuild().asm
         return self._asm
+
+    def release(self) -> None:
+        """Drop the driver kernels (and programs) built for this specialization; it rebuilds on next use."""
+        self._kernels.clear()
 
     def kernel_for(self, queue):
         """The driver's kernel for ``queue`` (built, and checked against the device, on first use)."""
@@ -207,7 +213,7 @@ def _classify(v, name: str):
         return _int_part(int(v), name)
     if v is None:
         raise LaunchError(f"argument '{name}' is None; only constexpr parameters may be None")
-    if hasattr(v, "__dlpack__"):
+    if hasattr(v, "__dlpack__"):  # host producers were turned into NumPy arrays by _host_dlpack
         raise LaunchError(f"argument '{name}': {type(v).__name__} is not on a SYCL device; pass an array with "
                           f"__sycl_usm_array_interface__ (dpnp, xk.to_device) or a NumPy array")
     raise LaunchError(f"argument '{name}': {type(v).__name__} is not a kernel argument (expected an array "
@@ -307,6 +313,41 @@ def _queue_of(values) -> Optional[object]:
     return None
 
 
+_PLAIN_ARGS = frozenset((int, float, bool, np.ndarray, arrays.DeviceArray, type(None), str))
+_KDLCPU, _DL_DEVICES = 1, {2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm",
+                           13: "CUDA managed", 14: "oneAPI"}
+
+
+def _host_dlpack(params, values: list) -> list:
+    """Arrays that only speak DLPack (``__dlpack__``, no ``__sycl_usm_array_interface__``): on the
+    host (kDLCPU) they become NumPy views (``np.from_dlpack``), copied in and out like NumPy
+    arrays; on another device they are refused, naming the device."""
+    out = None
+    for i, v in enumerate(values):
+        if type(v) in _PLAIN_ARGS or not hasattr(v, "__dlpack__") or hasattr(v, "__sycl_usm_array_interface__") \
+                or isinstance(v, (np.ndarray, np.generic, arrays.DeviceArray)):
+            continue
+        name = params[i].name
+        try:
+            dev_type, dev_id = v.__dlpack_device__()
+        except Exception as e:
+            raise LaunchError(f"argument '{name}': {type(v).__name__} has __dlpack__ but no working "
+                              f"__dlpack_device__ ({e})") from None
+        if int(dev_type) != _KDLCPU:
+            where = _DL_DEVICES.get(int(dev_type), f"DLPack device type {int(dev_type)}")
+            raise LaunchError(f"argument '{name}': {type(v).__name__} lives on {where} (device {dev_id}), not on "
+                              f"the host or a SYCL device; pass a NumPy array, a host DLPack array, or an array "
+                              f"with __sycl_usm_array_interface__ (dpnp, xk.to_device)")
+        try:
+            a = np.from_dlpack(v)
+        except Exception as e:
+            raise LaunchError(f"argument '{name}': np.from_dlpack could not read {type(v).__name__} ({e})") from None
+        if out is None:
+            out = list(values)
+        out[i] = a
+    return values if out is None else out
+
+
 def _check_grid(grid, meta) -> Tuple[int, ...]:
     if type(grid) is tuple and all(type(g) is int and 0 < g <= _I32_MAX for g in grid) and 1 <= len(grid) <= 3:
         return grid
@@ -368,7 +409,8 @@ class JITFunction:
                 raise CompilationError(f"kernel '{fn.__name__}': *args and **kwargs parameters are not supported")
         self._source = None
         self._deps = None
-        self.cache: Dict[tuple, CompiledKernel] = {}
+        # specialization key -> kernel, least recently used first; at most XEKERN_KERNEL_CACHE_SIZE
+        self.cache: "OrderedDict[tuple, CompiledKernel]" = OrderedDict()
         self._lock = threading.Lock()
         self.last: Optional[CompiledKernel] = None
         self._targets: Dict[Any, Target] = {}
@@ -530,13 +572,28 @@ class JITFunction:
         ck = self.cache.get(key)
         if ck is not None:
             stats["memory_hits"] += 1
+            self._touch(key)
             return ck
         with self._lock:
             ck = self.cache.get(key)
             if ck is None:
                 ck = self._load_or_compile(key, make_sig(), options)
                 self.cache[key] = ck
+                self._evict(knobs.kernel_cache_size())
         return ck
+
+    def _touch(self, key) -> None:
+        try:
+            self.cache.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+
+    def _evict(self, bound: int) -> None:
+        """Drop least recently used specializations beyond ``bound``, with their driver kernels."""
+        while len(self.cache) > bound:
+            _, old = self.cache.popitem(last=False)
+            old.release()
+            stats["evictions"] += 1
 
     def _disk_key(self, key) -> str:
         text = repr((__version__, compiler_fingerprint(), self.dependencies_hash(), key))
@@ -555,7 +612,8 @@ class JITFunction:
         stats["compiles"] += 1
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
-                "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode}
+                "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode,
+                "writes": c.writes}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
@@ -563,7 +621,7 @@ class JITFunction:
         overrides = _NO_OVERRIDES
         if kwargs and not _OPTION_SET.isdisjoint(kwargs):
             overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = self.bind(args, kwargs)
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
         if self.interpret:
             return self._interpret(grid, values, overrides)
         queue = overrides.get("queue")
@@ -584,6 +642,8 @@ class JITFunction:
         ck = self.cache.get(key)
         if ck is None:
             ck = self.compiled(key, lambda: self.signature(values, runtime), options)
+        elif ck is not self.last:  # repeated launches of one specialization skip the LRU bookkeeping
+            self._touch(key)
         self.last = ck
         return self._submit(ck, grid, values, runtime, queue)
 
@@ -611,6 +671,8 @@ class JITFunction:
         if ck.extents:
             extents.check(self.__name__, ck.extents, {name: values[i] for i, name, _, _ in runtime})
         kargs = [conv(values[i], name, queue, copies) for i, name, irt, conv in runtime]
+        if copies and ck.writes and not all(c.host.flags.writeable for c in copies):
+            writes.check(self.__name__, ck.writes, {name: values[i] for i, name, _, _ in runtime})
         wg = ck.workgroup_size
         if len(g) == 1:
             gs, ls = [g[0] * wg], [wg]
@@ -633,7 +695,7 @@ class JITFunction:
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching."""
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = self.bind(args, kwargs)
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target = self.target_for_queue(queue, overrides.get("target"))
         options = self.options(overrides, target)
@@ -648,7 +710,7 @@ class JITFunction:
         overrides = dict(overrides)
         if "queue" in kwargs and "queue" not in self.by_name:
             overrides["queue"] = kwargs.pop("queue")
-        values = self.bind(args, kwargs)
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
         if self.interpret:
             return self._interpret(grid, values, overrides)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
