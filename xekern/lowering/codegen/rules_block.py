@@ -24,6 +24,7 @@ from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
 from .core import CodeGen, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
+from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
 from .rules_memory import lane_base, load_elem, slot_coords, store_elem, zero
@@ -121,17 +122,24 @@ def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     return res
 
 
-def _branch_values(cg: CodeGen, cond, then, otherwise: List[List]) -> List[List]:
-    """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``."""
+def _branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonempty.else", "nonempty.end")):
+    """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``;
+    ``otherwise`` is the values themselves or a function building them (run only without ``cond``)."""
     b = cg.b
     start = b.block
-    on = cg.fn.append_basic_block("nonempty")
-    done = cg.fn.append_basic_block("nonempty.end")
-    b.cbranch(cond, on, done)
+    on = cg.fn.append_basic_block(names[0])
+    off = cg.fn.append_basic_block(names[1]) if callable(otherwise) else None
+    done = cg.fn.append_basic_block(names[2])
+    b.cbranch(cond, on, off or done)
     b.position_at_end(on)
     vals = then()
     end = b.block
     b.branch(done)
+    if off is not None:
+        b.position_at_end(off)
+        otherwise = otherwise()
+        start = b.block
+        b.branch(done)
     b.position_at_end(done)
     out = []
     for vs, ws in zip(vals, otherwise):
@@ -474,8 +482,9 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
 def _operand_reader(cg: CodeGen, v):
     """When ``v`` was just loaded through a 2-D descriptor: a function (i, j) -> the element at
     (i, j) of that tile read from memory (bounds-checked: zero outside the tensor; i, j may be LLVM
-    values). None otherwise. Lets the CPU's DPAS read operands from memory (a broadcast load when
-    the address is the same in every lane) instead of moving them between lanes."""
+    values), with ``.access`` the unchecked form (``cpu_tiles.TileAccess``). None otherwise. Lets
+    the CPU's DPAS read operands from memory (a broadcast load when the address is the same in
+    every lane) instead of moving them between lanes."""
     load = v.op
     if not isinstance(load, ir.LoadNdOp):
         return None
@@ -505,46 +514,78 @@ def _operand_reader(cg: CodeGen, v):
                      bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[1])))
         off = bb.add(bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])), cg.to_i64(clamp(c, d.shape[1])))
         return bb.select(ok, load_elem(cg, cg.gep(d.base, et, off), t), zero(t))
+    read.access = TileAccess(cg, d, [r0, c0], tr)
     return read
 
 
 def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     """DPAS on the CPU device with both operands read from memory, as a loop over K: per step
-    every lane broadcasts A's column element of each row and multiplies it by its own B element."""
+    every lane broadcasts A's column element of each row and multiplies it by its own B element
+    (the outer-product micro-kernel: accumulators stay in registers, one vector load of B's row
+    and one broadcast of A per row). When both tiles lie inside their tensors (tested once), the
+    loop reads without bounds checks through lane-linear addresses (``cpu_tiles``); the checked
+    loop handles the edges."""
     (M, K), (_, N) = ta.shape, tb.shape
     b = cg.b
+    sg = cg.target.sg_size
     c_offs = lane_slot_offsets(tc.layout, tc.shape)
-    col = lane_base(cg, tc.layout, tc.shape)[1]
     ea, eb, ec = ta.elem, tb.elem, tc.elem
-    init = cg.slots(op.operands[2]) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
-    pre = b.block
-    loop = cg.fn.append_basic_block("dpas.k")
-    done = cg.fn.append_basic_block("dpas.done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    k = b.phi(I32)
-    k.add_incoming(cg.i32(0), pre)
-    accs = [b.phi(v.type) for v in init]
-    for p, v in zip(accs, init):
-        p.add_incoming(v, pre)
-    rows = {}
-    new = []
-    for (i, oc), acc in zip(c_offs, accs):
-        if i not in rows:
-            rows[i] = _widen_operand(cg, read_a(i, k), ea)
-        bv = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+    init = list(cg.slots(op.operands[2])) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
+
+    def fma(x, y, acc):
         if ec.is_floating:
-            new.append(cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], bv, acc]))
-        else:
-            new.append(b.add(acc, b.mul(rows[i], bv)))
-    k1 = b.add(k, cg.i32(1))
-    end = b.block
-    for p, v in zip(accs, new):
-        p.add_incoming(v, end)
-    k.add_incoming(k1, end)
-    b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
-    b.position_at_end(done)
-    return [new]
+            return cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [x, y, acc])
+        return b.add(acc, b.mul(x, y))
+
+    def checked_step(k):
+        col = lane_base(cg, tc.layout, tc.shape)[1]
+        rows, cols = {}, {}
+        for i, oc in c_offs:
+            if i not in rows:
+                rows[i] = _widen_operand(cg, read_a(i, k), ea)
+            if oc not in cols:
+                cols[oc] = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+        return rows, cols
+
+    def fast_step(k):
+        rows, cols = {}, {}
+        for i, oc in c_offs:
+            if i not in rows:
+                rows[i] = _widen_operand(cg, load_elem(cg, read_a.access.address(i, k), ea), ea)
+            if oc not in cols:
+                cols[oc] = _widen_operand(cg, load_elem(cg, read_b.access.address(k, oc, lane=True), eb), eb)
+        return rows, cols
+
+    def k_loop(step, setup=()):
+        for access in setup:
+            access.prepare()
+        pre = b.block
+        loop = cg.fn.append_basic_block("dpas.k")
+        done = cg.fn.append_basic_block("dpas.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        k = b.phi(I32)
+        k.add_incoming(cg.i32(0), pre)
+        accs = [b.phi(v.type) for v in init]
+        for p, v in zip(accs, init):
+            p.add_incoming(v, pre)
+        rows, cols = step(k)
+        new = [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(c_offs, accs)]
+        k1 = b.add(k, cg.i32(1))
+        end = b.block
+        for p, v in zip(accs, new):
+            p.add_incoming(v, end)
+        k.add_incoming(k1, end)
+        b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
+        b.position_at_end(done)
+        return new
+
+    if not (lane_columns(tc, sg) and lane_columns(tb, sg) and tb.shape[1] == tc.shape[1]):
+        return [k_loop(checked_step)]
+    ta_, tb_ = read_a.access, read_b.access
+    inside = uniform(cg, b.and_(ta_.inside(M, K), tb_.inside(K, N)))
+    return _branch_values(cg, inside, lambda: [k_loop(fast_step, (ta_, tb_))], lambda: [k_loop(checked_step)],
+                          names=("dpas.inside", "dpas.edge", "dpas.end"))
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):
