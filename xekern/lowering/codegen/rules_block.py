@@ -158,9 +158,28 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     (tile,) = op.attrs["tiles"]
     t = d.type.elem
     vals = cg.slots(op.operands[0])
-    for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
-        inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
-        cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
+
+    def checked():
+        for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
+            inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
+            cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
+    if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
+        return checked()
+    # the CPU device: a tile inside the tensor is stored with vector stores, no per-element test
+    access = TileAccess(cg, d, origin)
+    b = cg.b
+    inside, edge = cg.fn.append_basic_block("store.inside"), cg.fn.append_basic_block("store.edge")
+    done = cg.fn.append_basic_block("store.end")
+    b.cbranch(uniform(cg, access.inside(*tile.shape)), inside, edge)
+    b.position_at_end(inside)
+    access.prepare()
+    for v, (i, oc) in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
+        store_elem(cg, v, access.address(i, oc, lane=True), t)
+    b.branch(done)
+    b.position_at_end(edge)
+    checked()
+    b.branch(done)
+    b.position_at_end(done)
 
 
 def _transpose32(t: DType, lay, shape, sg: int):
@@ -523,7 +542,8 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     every lane broadcasts A's column element of each row and multiplies it by its own B element
     (the outer-product micro-kernel: accumulators stay in registers, one vector load of B's row
     and one broadcast of A per row). When both tiles lie inside their tensors (tested once), the
-    loop reads without bounds checks through lane-linear addresses (``cpu_tiles``); the checked
+    loop reads without bounds checks through lane-linear addresses (``cpu_tiles``), one loop per
+    group of rows whose accumulators fit in registers (``target.fma_dot_slots``); the checked
     loop handles the edges."""
     (M, K), (_, N) = ta.shape, tb.shape
     b = cg.b
@@ -537,28 +557,27 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
             return cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [x, y, acc])
         return b.add(acc, b.mul(x, y))
 
-    def checked_step(k):
+    def checked_step(k, offs):
         col = lane_base(cg, tc.layout, tc.shape)[1]
         rows, cols = {}, {}
-        for i, oc in c_offs:
+        for i, oc in offs:
             if i not in rows:
                 rows[i] = _widen_operand(cg, read_a(i, k), ea)
             if oc not in cols:
                 cols[oc] = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
         return rows, cols
 
-    def fast_step(k):
+    def fast_step(k, offs):
         rows, cols = {}, {}
-        for i, oc in c_offs:
-            if i not in rows:
-                rows[i] = _widen_operand(cg, load_elem(cg, read_a.access.address(i, k), ea), ea)
+        for i, oc in offs:
             if oc not in cols:
                 cols[oc] = _widen_operand(cg, load_elem(cg, read_b.access.address(k, oc, lane=True), eb), eb)
+        for i, oc in offs:
+            if i not in rows:
+                rows[i] = _widen_operand(cg, load_elem(cg, read_a.access.address(i, k), ea), ea)
         return rows, cols
 
-    def k_loop(step, setup=()):
-        for access in setup:
-            access.prepare()
+    def k_loop(step, offs, start):
         pre = b.block
         loop = cg.fn.append_basic_block("dpas.k")
         done = cg.fn.append_basic_block("dpas.done")
@@ -566,11 +585,11 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         b.position_at_end(loop)
         k = b.phi(I32)
         k.add_incoming(cg.i32(0), pre)
-        accs = [b.phi(v.type) for v in init]
-        for p, v in zip(accs, init):
+        accs = [b.phi(v.type) for v in start]
+        for p, v in zip(accs, start):
             p.add_incoming(v, pre)
-        rows, cols = step(k)
-        new = [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(c_offs, accs)]
+        rows, cols = step(k, offs)
+        new = [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(offs, accs)]
         k1 = b.add(k, cg.i32(1))
         end = b.block
         for p, v in zip(accs, new):
@@ -581,10 +600,21 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         return new
 
     if not (lane_columns(tc, sg) and lane_columns(tb, sg) and tb.shape[1] == tc.shape[1]):
-        return [k_loop(checked_step)]
-    ta_, tb_ = read_a.access, read_b.access
-    inside = uniform(cg, b.and_(ta_.inside(M, K), tb_.inside(K, N)))
-    return _branch_values(cg, inside, lambda: [k_loop(fast_step, (ta_, tb_))], lambda: [k_loop(checked_step)],
+        return [k_loop(checked_step, c_offs, init)]
+    access_a, access_b = read_a.access, read_b.access
+    inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
+
+    def fast():
+        access_a.prepare()
+        access_b.prepare()
+        rows = max(1, cg.target.fma_dot_slots // max(1, len(c_offs) // M))
+        out = [None] * len(c_offs)
+        for r0 in range(0, M, rows):
+            part = [j for j, (i, _) in enumerate(c_offs) if r0 <= i < r0 + rows]
+            for j, v in zip(part, k_loop(fast_step, [c_offs[j] for j in part], [init[j] for j in part])):
+                out[j] = v
+        return [out]
+    return _branch_values(cg, inside, fast, lambda: [k_loop(checked_step, c_offs, init)],
                           names=("dpas.inside", "dpas.edge", "dpas.end"))
 
 
