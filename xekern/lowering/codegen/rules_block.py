@@ -599,23 +599,25 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         b.position_at_end(done)
         return new
 
-    if not (lane_columns(tc, sg) and lane_columns(tb, sg) and tb.shape[1] == tc.shape[1]):
-        return [k_loop(checked_step, c_offs, init)]
-    access_a, access_b = read_a.access, read_b.access
-    inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
-
-    def fast():
-        access_a.prepare()
-        access_b.prepare()
-        rows = max(1, cg.target.fma_dot_slots // max(1, len(c_offs) // M))
+    def by_rows(step, prepare=()):
+        """One K loop per group of rows whose accumulators fit in registers (balanced groups)."""
+        for access in prepare:
+            access.prepare()
+        loops = -(-len(c_offs) // cg.target.fma_dot_slots)
+        rows = -(-M // loops)
         out = [None] * len(c_offs)
         for r0 in range(0, M, rows):
             part = [j for j, (i, _) in enumerate(c_offs) if r0 <= i < r0 + rows]
-            for j, v in zip(part, k_loop(fast_step, [c_offs[j] for j in part], [init[j] for j in part])):
+            for j, v in zip(part, k_loop(step, [c_offs[j] for j in part], [init[j] for j in part])):
                 out[j] = v
         return [out]
-    return _branch_values(cg, inside, fast, lambda: [k_loop(checked_step, c_offs, init)],
-                          names=("dpas.inside", "dpas.edge", "dpas.end"))
+
+    if not (lane_columns(tc, sg) and lane_columns(tb, sg) and tb.shape[1] == tc.shape[1]):
+        return by_rows(checked_step)
+    access_a, access_b = read_a.access, read_b.access
+    inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
+    return _branch_values(cg, inside, lambda: by_rows(fast_step, (access_a, access_b)),
+                          lambda: by_rows(checked_step), names=("dpas.inside", "dpas.edge", "dpas.end"))
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):
