@@ -96,3 +96,43 @@ def test_autotune_keeps_the_best_config_on_disk(rng, tmp_path, monkeypatch):
     fresh = xk.autotune(configs=tuner.configs, key=["M", "N", "K"])(G.gemm_kernel)
     fresh[grid](*args, **consts)
     assert fresh.timings == {}, "a second tuner reuses the stored choice without benchmarking"
+
+
+CPU_F32 = G.configs_for("f32", "cpu")
+
+
+@pytest.mark.parametrize("cfg", CPU_F32, ids=[f"{c.kwargs['BM']}x{c.kwargs['BN']}" for c in CPU_F32])
+def test_cpu_f32_configs_inside_and_at_the_edges(rng, cfg):
+    """The example's CPU f32 configs (the unchecked micro-kernel inside the tensors, the checked
+    loop and the row-loop store at the edges) on a shape with whole and ragged tiles."""
+    m, n, k = 2 * cfg.kwargs["BM"] + 13, 2 * cfg.kwargs["BN"] + 5, 3 * cfg.kwargs["BK"] + 7
+    for layout in ("nn", "tt"):
+        a, b, sa, sb = G.make_inputs(rng, m, n, k, "f32", layout)
+        c = np.full((m, n), np.nan, np.float32)
+        G.gemm(sa, sb, c, layout=layout, config=cfg, target="cpu")
+        ref = G.reference(a, b)
+        np.testing.assert_allclose(c, ref, rtol=0, atol=G.tolerance("f32", k) * max(1.0, np.abs(ref).max()))
+
+
+def test_cpu_f32_micro_kernel_llvm_ir():
+    """What the OpenCL CPU compiler needs to emit vector loads and broadcasts (cpu_tiles): the
+    unchecked K loops hold at most target.fma_dot_slots accumulators and contain no bounds test
+    (select, min, max; one compare: the loop's), with addresses from a broadcast tile base (the
+    x86 then has vector loads and broadcasts, no gather: checked with CL_CONFIG_DUMP_ASM)."""
+    import re
+    P, F32 = xk.pointer, xk.language.float32
+    sig = dict(a_ptr=P(F32), b_ptr=P(F32), c_ptr=P(F32), bias_ptr=P(F32), M=xk.language.int32,
+               N=xk.language.int32, K=xk.language.int32, stride_ab=xk.language.int32,
+               stride_bb=xk.language.int32, stride_cb=xk.language.int32, BM=64, BN=64, BK=32, GROUP_M=4,
+               TRANS_A=False, TRANS_B=False, PREFETCH=0, ACC=F32, HAS_BIAS=False, ACT=None)
+    c = G.gemm_kernel.compile_offline(sig, target="cpu", num_subgroups=1, opt_level=0)
+    ir = c.asm["llir"]
+    assert "_Z19sub_group_broadcastmj" in ir and "_Z16get_sub_group_idv" not in ir
+    blocks = re.split(r"\n(?=[\w.]+:)", ir)
+    loops = [bl for bl in blocks if bl.startswith("dpas.k")]
+    fast = [bl for bl in loops if "select" not in bl]
+    slots = xk.targets["cpu"].fma_dot_slots
+    assert len(fast) == len(loops) // 2 >= 64 * 64 // 16 // slots, "one unchecked loop per row group"
+    for bl in fast:
+        assert 0 < bl.count("phi float") <= slots
+        assert bl.count("icmp") == 1 and not re.search(r"\b(select|smin|smax)\b", bl), bl

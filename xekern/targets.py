@@ -87,6 +87,11 @@ class Target:
     # operand dtypes whose dot is plain FMAs over the whole subgroup tile instead of DPAS blocks
     # (the CPU device: it has no tf32 engine, and an unblocked K loop is its natural GEMM kernel)
     fma_dot: Tuple[str, ...] = ()
+    # at most this many accumulator slots per lane in one FMA K loop: the CPU device widens each
+    # into a vector register (AVX-512: 32 zmm; B's rows and the vectorizer's pointer vectors take
+    # 6-8: 32 accumulators spilled in its x86); a bigger subgroup tile runs one K loop per group
+    # of rows instead of spilling accumulators every step
+    fma_dot_slots: int = 24
     # merge adjacent instruction blocks into one 2D block message (blocking's array_length / stacked
     # blocks). Off for pvc: IGC 12504 copies every sub-block out of a merged read, which cost more
     # than the message it saves (flagship bf16 GEMM K-loop: 227 instructions merged, 153 not)

@@ -112,6 +112,13 @@ def configs_for(dtype: str, target: str):
     if gpu:
         return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=16)]
+    if dtype == "f32" and target == "cpu":
+        # the CPU's f32 dot is an FMA micro-kernel per lane (target.fma_dot): one subgroup per
+        # workgroup; its K loops run over groups of rows whose accumulators fit the registers, so a
+        # larger tile only reuses more of what it loads (64 x 64: A and B tiles stay in L1)
+        return [xk.Config(dict(BM=64, BN=64, BK=32, GROUP_M=4, PREFETCH=0), num_subgroups=1),
+                xk.Config(dict(BM=32, BN=64, BK=32, GROUP_M=8, PREFETCH=0), num_subgroups=1),
+                xk.Config(dict(BM=16, BN=32, BK=32, GROUP_M=8, PREFETCH=0), num_subgroups=1)]
     return [xk.Config(dict(BM=128, BN=128, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=8),
             xk.Config(dict(BM=64, BN=128, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=8),
             xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=4, PREFETCH=0), num_subgroups=8),

@@ -255,7 +255,19 @@ class CodeGen:
         return self.cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
 
     def sg_id(self):
-        return self.cached("sg_id", lambda: self.call("_Z16get_sub_group_idv", I32, []))
+        """The subgroup id: 0 in a one-subgroup workgroup. On the CPU device it goes through
+        ``sub_group_broadcast(id, 0)``: the runtime's vectorizer takes ``get_sub_group_id()`` for a
+        per-lane value, and every address computed from it would become a gather (x86 checked
+        with ``CL_CONFIG_DUMP_ASM``); a broadcast's result it knows to be uniform."""
+        if self.options.workgroup_size == self.target.sg_size:
+            return ll.Constant(I32, 0)
+
+        def make():
+            sid = self.call("_Z16get_sub_group_idv", I32, [])
+            if self.family == "cpu":
+                sid = self.call("_Z19sub_group_broadcastjj", I32, [sid, ll.Constant(I32, 0)], convergent=True)
+            return sid
+        return self.cached("sg_id", make)
 
     # ---- int helpers -------------------------------------------------------------------------------
     def to_i64(self, v, signed=True):

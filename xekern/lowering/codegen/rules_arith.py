@@ -430,10 +430,12 @@ def _return(cg: CodeGen, op):
 # ---- structured control flow -----------------------------------------------------------------------
 
 def _carried(cg: CodeGen, v):
-    """How a loop or branch carries a value: a slot list as one vector (so IGC keeps it in place
-    across iterations instead of copying every element; SPIR-V vectors hold at most 16), a
-    descriptor as its fields."""
-    if isinstance(v, list) and 1 < len(v) <= 16 and len({x.type for x in v}) == 1 and \
+    """How a loop or branch carries a value: on GPUs a slot list as one vector (so IGC keeps it in
+    place across iterations instead of copying every element; SPIR-V vectors hold at most 16), on
+    the CPU device as separate scalars (its vectorizer widens each lane scalar into one SIMD
+    register; a lane's vector would become a 16 x 16 transpose in every iteration), a descriptor
+    as its fields."""
+    if cg.family == "gpu" and isinstance(v, list) and 1 < len(v) <= 16 and len({x.type for x in v}) == 1 and \
             isinstance(v[0].type, (ll.IntType, ll.FloatType, ll.HalfType, ll.DoubleType)):
         return "vec"
     if isinstance(v, list):

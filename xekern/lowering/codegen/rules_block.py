@@ -24,6 +24,7 @@ from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
 from .core import CodeGen, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
+from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
 from .rules_memory import lane_base, load_elem, slot_coords, store_elem, zero
@@ -121,17 +122,24 @@ def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     return res
 
 
-def _branch_values(cg: CodeGen, cond, then, otherwise: List[List]) -> List[List]:
-    """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``."""
+def _branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonempty.else", "nonempty.end")):
+    """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``;
+    ``otherwise`` is the values themselves or a function building them (run only without ``cond``)."""
     b = cg.b
     start = b.block
-    on = cg.fn.append_basic_block("nonempty")
-    done = cg.fn.append_basic_block("nonempty.end")
-    b.cbranch(cond, on, done)
+    on = cg.fn.append_basic_block(names[0])
+    off = cg.fn.append_basic_block(names[1]) if callable(otherwise) else None
+    done = cg.fn.append_basic_block(names[2])
+    b.cbranch(cond, on, off or done)
     b.position_at_end(on)
     vals = then()
     end = b.block
     b.branch(done)
+    if off is not None:
+        b.position_at_end(off)
+        otherwise = otherwise()
+        start = b.block
+        b.branch(done)
     b.position_at_end(done)
     out = []
     for vs, ws in zip(vals, otherwise):
@@ -150,9 +158,71 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     (tile,) = op.attrs["tiles"]
     t = d.type.elem
     vals = cg.slots(op.operands[0])
-    for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
-        inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
-        cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
+
+    def checked():
+        for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
+            inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
+            cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
+    if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
+        return checked()
+    # the CPU device: a tile inside the tensor is stored with vector stores, no per-element test
+    access = TileAccess(cg, d, origin)
+    b = cg.b
+    inside, edge = cg.fn.append_basic_block("store.inside"), cg.fn.append_basic_block("store.edge")
+    done = cg.fn.append_basic_block("store.end")
+    b.cbranch(uniform(cg, access.inside(*tile.shape)), inside, edge)
+    b.position_at_end(inside)
+    access.prepare()
+    for v, (i, oc) in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
+        store_elem(cg, v, access.address(i, oc, lane=True), t)
+    b.branch(done)
+    b.position_at_end(edge)
+    if len(vals) <= 16 or not _store_edge_loop(cg, d, origin, tile, vals, t):
+        checked()
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _store_edge_loop(cg: CodeGen, d: NdDesc, origin, tile, vals, t) -> bool:
+    """The edge of a large CPU tile store as a loop over its rows: the slots go to a private
+    array, each row stores its columns in bounds. One masked store per slot in straight-line code
+    made the driver's compile take seconds for a 64 x 64 tile. False (nothing emitted) unless the
+    slots are row-major."""
+    b = cg.b
+    offs = lane_slot_offsets(tile.layout, tile.shape)
+    cols = sorted({oc for _, oc in offs})
+    rows = tile.shape[0]
+    if [tuple(o) for o in offs] != [(i, oc) for i in range(rows) for oc in cols]:
+        return False
+    et = vals[0].type
+    arr_t = ll.ArrayType(et, len(vals))
+    with b.goto_block(cg.entry):
+        arr = b.alloca(arr_t)
+    for j, v in enumerate(vals):
+        b.store(v, b.gep(arr, [cg.i32(0), cg.i32(j)]))
+    col0 = b.add(origin[1], lane_base(cg, tile.layout, tile.shape)[1])
+    col_ok = []
+    for oc in cols:
+        c = b.add(col0, cg.i32(oc))
+        col_ok.append((c, b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, d.shape[1]))))
+    pre = b.block
+    loop, end = cg.fn.append_basic_block("store.rows"), cg.fn.append_basic_block("store.rows.end")
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I32)
+    i.add_incoming(cg.i32(0), pre)
+    r = b.add(origin[0], i)
+    row_ok = b.and_(b.icmp_signed(">=", r, cg.i32(0)), b.icmp_signed("<", r, d.shape[0]))
+    row_off = b.mul(cg.to_i64(r), cg.to_i64(d.strides[0]))
+    for n, (c, ok) in enumerate(col_ok):
+        v = b.load(b.gep(arr, [cg.i32(0), b.add(b.mul(i, cg.i32(len(cols))), cg.i32(n))]))
+        ptr = cg.gep(d.base, mem_type(t), b.add(row_off, b.mul(cg.to_i64(c), cg.to_i64(d.strides[1]))))
+        cg.masked(b.and_(row_ok, ok), lambda v=v, p=ptr: store_elem(cg, v, p, t))
+    i1 = b.add(i, cg.i32(1))
+    i.add_incoming(i1, b.block)
+    b.cbranch(b.icmp_signed("<", i1, cg.i32(rows)), loop, end)
+    b.position_at_end(end)
+    return True
 
 
 def _transpose32(t: DType, lay, shape, sg: int):
@@ -551,8 +621,9 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
 def _operand_reader(cg: CodeGen, v):
     """When ``v`` was just loaded through a 2-D descriptor: a function (i, j) -> the element at
     (i, j) of that tile read from memory (bounds-checked: zero outside the tensor; i, j may be LLVM
-    values). None otherwise. Lets the CPU's DPAS read operands from memory (a broadcast load when
-    the address is the same in every lane) instead of moving them between lanes."""
+    values), with ``.access`` the unchecked form (``cpu_tiles.TileAccess``). None otherwise. Lets
+    the CPU's DPAS read operands from memory (a broadcast load when the address is the same in
+    every lane) instead of moving them between lanes."""
     load = v.op
     if not isinstance(load, ir.LoadNdOp):
         return None
@@ -582,46 +653,91 @@ def _operand_reader(cg: CodeGen, v):
                      bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[1])))
         off = bb.add(bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])), cg.to_i64(clamp(c, d.shape[1])))
         return bb.select(ok, load_elem(cg, cg.gep(d.base, et, off), t), zero(t))
+    read.access = TileAccess(cg, d, [r0, c0], tr)
     return read
 
 
 def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     """DPAS on the CPU device with both operands read from memory, as a loop over K: per step
-    every lane broadcasts A's column element of each row and multiplies it by its own B element."""
+    every lane broadcasts A's column element of each row and multiplies it by its own B element
+    (the outer-product micro-kernel: accumulators stay in registers, one vector load of B's row
+    and one broadcast of A per row). When both tiles lie inside their tensors (tested once), the
+    loop reads without bounds checks through lane-linear addresses (``cpu_tiles``), one loop per
+    group of rows whose accumulators fit in registers (``target.fma_dot_slots``); the checked
+    loop handles the edges."""
     (M, K), (_, N) = ta.shape, tb.shape
     b = cg.b
+    sg = cg.target.sg_size
     c_offs = lane_slot_offsets(tc.layout, tc.shape)
-    col = lane_base(cg, tc.layout, tc.shape)[1]
     ea, eb, ec = ta.elem, tb.elem, tc.elem
-    init = cg.slots(op.operands[2]) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
-    pre = b.block
-    loop = cg.fn.append_basic_block("dpas.k")
-    done = cg.fn.append_basic_block("dpas.done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    k = b.phi(I32)
-    k.add_incoming(cg.i32(0), pre)
-    accs = [b.phi(v.type) for v in init]
-    for p, v in zip(accs, init):
-        p.add_incoming(v, pre)
-    rows = {}
-    new = []
-    for (i, oc), acc in zip(c_offs, accs):
-        if i not in rows:
-            rows[i] = _widen_operand(cg, read_a(i, k), ea)
-        bv = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+    init = list(cg.slots(op.operands[2])) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
+
+    def fma(x, y, acc):
         if ec.is_floating:
-            new.append(cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], bv, acc]))
-        else:
-            new.append(b.add(acc, b.mul(rows[i], bv)))
-    k1 = b.add(k, cg.i32(1))
-    end = b.block
-    for p, v in zip(accs, new):
-        p.add_incoming(v, end)
-    k.add_incoming(k1, end)
-    b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
-    b.position_at_end(done)
-    return [new]
+            return cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [x, y, acc])
+        return b.add(acc, b.mul(x, y))
+
+    def checked_step(k, offs):
+        col = lane_base(cg, tc.layout, tc.shape)[1]
+        rows, cols = {}, {}
+        for i, oc in offs:
+            if i not in rows:
+                rows[i] = _widen_operand(cg, read_a(i, k), ea)
+            if oc not in cols:
+                cols[oc] = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+        return rows, cols
+
+    def fast_step(k, offs):
+        rows, cols = {}, {}
+        for i, oc in offs:
+            if oc not in cols:
+                cols[oc] = _widen_operand(cg, load_elem(cg, read_b.access.address(k, oc, lane=True), eb), eb)
+        for i, oc in offs:
+            if i not in rows:
+                rows[i] = _widen_operand(cg, load_elem(cg, read_a.access.address(i, k), ea), ea)
+        return rows, cols
+
+    def k_loop(step, offs, start):
+        pre = b.block
+        loop = cg.fn.append_basic_block("dpas.k")
+        done = cg.fn.append_basic_block("dpas.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        k = b.phi(I32)
+        k.add_incoming(cg.i32(0), pre)
+        accs = [b.phi(v.type) for v in start]
+        for p, v in zip(accs, start):
+            p.add_incoming(v, pre)
+        rows, cols = step(k, offs)
+        new = [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(offs, accs)]
+        k1 = b.add(k, cg.i32(1))
+        end = b.block
+        for p, v in zip(accs, new):
+            p.add_incoming(v, end)
+        k.add_incoming(k1, end)
+        b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
+        b.position_at_end(done)
+        return new
+
+    def by_rows(step, prepare=()):
+        """One K loop per group of rows whose accumulators fit in registers (balanced groups)."""
+        for access in prepare:
+            access.prepare()
+        loops = -(-len(c_offs) // cg.target.fma_dot_slots)
+        rows = -(-M // loops)
+        out = [None] * len(c_offs)
+        for r0 in range(0, M, rows):
+            part = [j for j, (i, _) in enumerate(c_offs) if r0 <= i < r0 + rows]
+            for j, v in zip(part, k_loop(step, [c_offs[j] for j in part], [init[j] for j in part])):
+                out[j] = v
+        return [out]
+
+    if not (lane_columns(tc, sg) and lane_columns(tb, sg) and tb.shape[1] == tc.shape[1]):
+        return by_rows(checked_step)
+    access_a, access_b = read_a.access, read_b.access
+    inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
+    return _branch_values(cg, inside, lambda: by_rows(fast_step, (access_a, access_b)),
+                          lambda: by_rows(checked_step), names=("dpas.inside", "dpas.edge", "dpas.end"))
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):
