@@ -266,7 +266,10 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
     else:
         lead = len(offsets) - tile.rank
         rel = block_io.lane_offsets(tile, sg, lambda c: slm_offset_static(m, (0,) * lead + c))
-        runs = block_io.plan(rel, sg, m.elem.bits)
+        runs, g = block_io.plan(rel, sg, m.elem.bits), 1
+        for wide in (2, 4):  # sub-32-bit slots that lanes hold in pairs / quads: one wider element each
+            if runs is None and m.elem.bits * wide <= 32 and not m.elem.is_bool:
+                runs, g = block_io.plan(block_io.pack(rel, wide), sg, m.elem.bits * wide), wide
         origin = _origin_multiple(m, offsets)
         if runs is None:
             why = (f"the tile's layout {tile.layout} does not give each slot {sg} consecutive "
@@ -276,20 +279,23 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
             why = (f"the origin is not provably {block_io.ALIGN_BYTES}-byte aligned"
                    + (" on a @block boundary" if m.block is not None else ""))
         else:
-            return runs
+            # in element units: message slots and offsets of the wide elements, ``g`` elements each
+            return [(tuple(s * g + j for s in slots for j in range(g)), f * g, g) for slots, f in runs]
     if asked:
         raise PassError(f"subgroup_block_io: {why}", op)
     return None
 
 
-def _block_io_base(cg: CodeGen, mat: SlmMatrix, offsets, rel: int):
-    """The element pointer of a block message. LLVM folds a GEP by a constant 0 into the SLM
-    variable itself, whose SPIR-V type is a byte array: OpSubgroupBlockReadINTEL on that is
-    rejected by the OpenCL CPU runtime. An offset LLVM cannot fold (``sub_group_id >> 31``, always
-    0) keeps the GEP, and with it the pointer's element type."""
-    et = mem_type(mat.type.elem)
+def _block_io_base(cg: CodeGen, mat: SlmMatrix, offsets, rel: int, g: int = 1):
+    """The element pointer of a block message (of ``g``-element wide elements). LLVM folds a GEP by
+    a constant 0 into the SLM variable itself, whose SPIR-V type is a byte array:
+    OpSubgroupBlockReadINTEL on that is rejected by the OpenCL CPU runtime. An offset LLVM cannot
+    fold (``sub_group_id >> 31``, always 0) keeps the GEP, and with it the pointer's element type."""
+    et = mem_type(mat.type.elem) if g == 1 else ll.IntType(mat.type.elem.bits * g)
     off = slm_offset(cg, mat.type, offsets)
     off = cg.b.add(off, cg.i32(rel)) if rel else off
+    if g > 1:  # the origin and ``rel`` are multiples of g (``_block_io_runs``)
+        off = cg.b.lshr(off, cg.i32(g.bit_length() - 1))
     opaque_zero = cg.cached("opaque_zero", lambda: cg.b.lshr(cg.sg_id(), cg.i32(31)))
     return cg.gep(mat.ptr, et, cg.to_i64(cg.b.add(off, opaque_zero), False))
 
@@ -307,6 +313,79 @@ def _from_int(cg: CodeGen, v, t: DType):
     return v if v.type == lt else cg.b.bitcast(v, lt)
 
 
+def _join(cg: CodeGen, ints: List, bits: int):
+    """``ints`` (``bits`` wide each, the first lowest) as one integer."""
+    wide = ll.IntType(bits * len(ints))
+    out = None
+    for j, x in enumerate(ints):
+        x = cg.b.zext(x, wide)
+        x = cg.b.shl(x, ll.Constant(wide, j * bits)) if j else x
+        out = x if out is None else cg.b.or_(out, x)
+    return out
+
+
+def _split(cg: CodeGen, x, bits: int, n: int) -> List:
+    """The ``n`` integers of ``bits`` packed in ``x`` (the inverse of ``_join``)."""
+    return [cg.b.trunc(cg.b.lshr(x, ll.Constant(x.type, j * bits)) if j else x, ll.IntType(bits)) for j in range(n)]
+
+
+WIDE_BYTES = 16  # widest element-wise SLM access: a lane's 4 dwords in one message (load/store.slm.d32x4)
+
+
+def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile):
+    """When sub-group block IO does not apply: runs ``(first slot, n)`` of a lane's slots that hold
+    ``n`` consecutive matrix elements in every lane, aligned to their size, each one access of up
+    to ``WIDE_BYTES`` instead of ``n`` (a lane's VNNI dword of int8 is one 4-byte store). None when
+    every run would be one element."""
+    if tile is None or m.elem.is_bool:
+        return None
+    lead = len(offsets) - tile.rank
+    rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: slm_offset_static(m, (0,) * lead + c))
+    origin = _origin_multiple(m, offsets) * m.elem.itemsize
+    if rel is None or origin == 0:
+        return None
+    size, n = m.elem.itemsize, len(rel[0])
+    groups, s = [], 0
+    while s < n:
+        g = WIDE_BYTES // size
+        while g > 1 and not (s + g <= n and origin % (g * size) == 0 and
+                             all(lane[s] * size % (g * size) == 0 and lane[s + g - 1] == lane[s] + g - 1 and
+                                 all(lane[s + j] == lane[s] + j for j in range(g)) for lane in rel)):
+            g //= 2
+        groups.append((s, max(g, 1)))
+        s += max(g, 1)
+    return groups if any(g > 1 for _, g in groups) else None
+
+
+def _wide_type(bits: int, n: int) -> ll.Type:
+    """The integer (or vector of dwords) type of ``n`` packed ``bits``-bit elements."""
+    total = bits * n
+    return ll.IntType(total) if total <= 32 else ll.VectorType(I32, total // 32)
+
+
+def _wide_load(cg: CodeGen, ptr, t: DType, n: int) -> List:
+    wt = _wide_type(t.bits, n)
+    v = cg.b.load(ptr, typ=wt, align=n * t.itemsize)
+    words = [v] if isinstance(wt, ll.IntType) else [cg.b.extract_element(v, cg.i32(i)) for i in range(wt.count)]
+    per = n // len(words)
+    return [_from_int(cg, x, t) for w in words for x in (_split(cg, w, t.bits, per) if per > 1 else [w])]
+
+
+def _wide_store(cg: CodeGen, vals: List, ptr, t: DType) -> None:
+    n = len(vals)
+    wt = _wide_type(t.bits, n)
+    ints = [_as_int(cg, v, t) for v in vals]
+    if isinstance(wt, ll.IntType):
+        data = _join(cg, ints, t.bits) if n > 1 else ints[0]
+    else:
+        per = 32 // t.bits
+        data = ll.Constant(wt, None)
+        for i in range(wt.count):
+            word = ints[i * per:(i + 1) * per]
+            data = cg.b.insert_element(data, _join(cg, word, t.bits) if per > 1 else word[0], cg.i32(i))
+    cg.b.store(data, ptr, align=n * t.itemsize)
+
+
 @rule(ir.LoadMatrixOp)
 def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     m: SlmMatrix = cg.get(op.operands[0])
@@ -316,13 +395,21 @@ def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     runs = _block_io_runs(cg, op, m.type, op.operands[1:], tile)
     if runs is not None:
         t = m.type.elem
-        vals = [None] * sum(len(slots) for slots, _ in runs)
-        for slots, rel in runs:
-            ints = block_io.read(cg, _block_io_base(cg, m, offsets, rel), t.bits, len(slots), LOCAL)
-            for s, x in zip(slots, ints):
+        vals = [None] * sum(len(slots) for slots, _, _ in runs)
+        for slots, rel, g in runs:
+            ints = block_io.read(cg, _block_io_base(cg, m, offsets, rel, g), t.bits * g, len(slots) // g, LOCAL)
+            for i, s in enumerate(slots):
+                x = ints[i // g]
+                if g > 1:
+                    x = cg.b.trunc(cg.b.lshr(x, ll.Constant(x.type, (i % g) * t.bits)) if i % g else x,
+                                   ll.IntType(t.bits))
                 vals[s] = _from_int(cg, x, t)
         return [vals]
     ptrs = _matrix_addresses(cg, m, op, offsets, tile)
+    groups = _wide_groups(cg, m.type, op.operands[1:], tile)
+    if groups is not None:
+        return [[v for s, n in groups for v in (_wide_load(cg, ptrs[s], m.type.elem, n) if n > 1
+                                                  else [load_elem(cg, ptrs[s], m.type.elem)])]]
     vals = [load_elem(cg, p, m.type.elem) for p in ptrs]
     return [vals if tile is not None else vals[0]]
 
@@ -337,10 +424,17 @@ def _store_matrix(cg: CodeGen, op: ir.StoreMatrixOp):
     runs = _block_io_runs(cg, op, m.type, op.operands[2:], tile)
     if runs is not None:
         t = m.type.elem
-        for slots, rel in runs:
-            block_io.write(cg, _block_io_base(cg, m, offsets, rel), [_as_int(cg, vals[s], t) for s in slots],
-                           t.bits, LOCAL)
+        for slots, rel, g in runs:
+            ints = [_as_int(cg, vals[s], t) for s in slots]
+            if g > 1:
+                ints = [_join(cg, ints[i:i + g], t.bits) for i in range(0, len(ints), g)]
+            block_io.write(cg, _block_io_base(cg, m, offsets, rel, g), ints, t.bits * g, LOCAL)
         return []
-    for v, p in zip(vals, _matrix_addresses(cg, m, op, offsets, tile)):
-        store_elem(cg, v, p, m.type.elem)
+    ptrs = _matrix_addresses(cg, m, op, offsets, tile)
+    groups = _wide_groups(cg, m.type, op.operands[2:], tile)
+    for s, n in groups or [(i, 1) for i in range(len(ptrs))]:
+        if n > 1:
+            _wide_store(cg, vals[s:s + n], ptrs[s], m.type.elem)
+        else:
+            store_elem(cg, vals[s], ptrs[s], m.type.elem)
     return []
