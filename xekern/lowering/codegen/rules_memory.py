@@ -349,11 +349,11 @@ def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile):
     while s < n:
         g = WIDE_BYTES // size
         while g > 1 and not (s + g <= n and origin % (g * size) == 0 and
-                             all(lane[s] * size % (g * size) == 0 and lane[s + g - 1] == lane[s] + g - 1 and
-                                 all(lane[s + j] == lane[s] + j for j in range(g)) for lane in rel)):
+                             all(lane[s] % g == 0 and lane[s:s + g] == list(range(lane[s], lane[s] + g))
+                                 for lane in rel)):
             g //= 2
-        groups.append((s, max(g, 1)))
-        s += max(g, 1)
+        groups.append((s, g))
+        s += g
     return groups if any(g > 1 for _, g in groups) else None
 
 
