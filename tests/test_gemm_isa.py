@@ -20,10 +20,10 @@ CASES = [(d, lay) for d in DTYPES for lay in ("nn", "nt", "tn", "tt")]
 MIN_DENSITY = {"nn": 0.25, "nt": 0.25, "tn": 0.165, "tt": 0.16}
 # int8 A^T has no 2D block load (a d8 transpose does not exist, and a d32 one gives a lane one memory row
 # while the A fragment pairs two): pass slm-transpose loads the K x M tile with VNNI 2D block loads and
-# transposes it through SLM. Its K loop measured: 158 (tn) / 162 (tt) instructions, 32 dpas (20.3% /
-# 19.8%), 9 2D loads, 2 SLM stores + 8 SLM block reads + 2 SLM fences, 2 barriers; before it: 3276
-# instructions, 128 gathers, 32 KiB of scratch (1.0%)
-SLM_TRANSPOSE = {("int8", "tn"): 0.185, ("int8", "tt"): 0.18}
+# transposes it through SLM. Its K loop measured: 149 (tn) / 153 (tt) instructions, 32 dpas (21.5% /
+# 20.9%), 9 2D loads, 1 SLM store (32 bytes per lane) + 8 SLM block reads + 2 SLM fences, 2 barriers;
+# before it: 3276 instructions, 128 gathers, 32 KiB of scratch (1.0%)
+SLM_TRANSPOSE = {("int8", "tn"): 0.20, ("int8", "tt"): 0.195}
 
 
 @pytest.mark.parametrize("dtype,layout", CASES, ids=[f"{d}-{lay}" for d, lay in CASES])
@@ -43,9 +43,9 @@ def test_pvc_k_loop_is_dpas_block_loads_and_prefetches(dtype, layout):
         assert r["slm"] == 0 and r["barriers"] == 0, r
         floor = MIN_DENSITY[layout]
     else:
-        # one VNNI block load of A^T per subgroup, 2 x 16-byte SLM stores, 8 sub-group block reads (one per
-        # 8x32 A fragment), 2 fences, and the 2 barriers around the exchange
-        assert r["loads"] == 9 and r["slm"] == 12 and r["barriers"] == 2, r
+        # one VNNI block load of A^T per subgroup, 1 SLM store of its 8 dwords per lane, 8 sub-group block
+        # reads (one per 8x32 A fragment), 2 fences, and the 2 barriers around the exchange
+        assert r["loads"] == 9 and r["slm"] == 11 and r["barriers"] == 2, r
     assert r["density"] >= floor, f"K-loop dpas share fell below {floor:.1%}: {r}"
 
 

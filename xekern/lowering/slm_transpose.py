@@ -17,7 +17,7 @@ becomes
 
 ``wg-to-sg`` lowers the convert_layout to ``store_matrix``, barrier, ``load_matrix``, barrier.
 ``slm_block`` (the DPAS A block) stores the SLM matrix as contiguous fragment-sized blocks, so a
-lane's VNNI dword is one 4-byte SLM store and each subgroup reads its A fragments back with
+lane's VNNI dwords are one wide SLM store and each subgroup reads its A fragments back with
 sub-group block reads. The pass runs before layout propagation, which lays out everything else.
 Targets without 2D block IO (dg2, cpu8) keep their element-wise transposed loads; a tile larger
 than the target's ``slm_bytes`` does too.

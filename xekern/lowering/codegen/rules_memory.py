@@ -15,7 +15,7 @@ from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType, elem_of
 from ..rewrite import PassError
 from . import block_io
-from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, ll_type, mem_type, rule
+from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from .ocl import I1, I8, I32, I64
 
 
@@ -329,13 +329,15 @@ def _split(cg: CodeGen, x, bits: int, n: int) -> List:
     return [cg.b.trunc(cg.b.lshr(x, ll.Constant(x.type, j * bits)) if j else x, ll.IntType(bits)) for j in range(n)]
 
 
-WIDE_BYTES = 16  # widest element-wise SLM access: a lane's 4 dwords in one message (load/store.slm.d32x4)
+# widest element-wise SLM access: 8 dwords per lane, one LSC message (IGC 12504 emits store.slm.d32x8 for
+# pvc straight from a VNNI block read's registers; 16-byte halves cost a copy of the block first)
+WIDE_BYTES = 32
 
 
 def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile):
     """When sub-group block IO does not apply: runs ``(first slot, n)`` of a lane's slots that hold
     ``n`` consecutive matrix elements in every lane, aligned to their size, each one access of up
-    to ``WIDE_BYTES`` instead of ``n`` (a lane's VNNI dword of int8 is one 4-byte store). None when
+    to ``WIDE_BYTES`` instead of ``n`` (a lane's 8 VNNI dwords of int8 are one 32-byte store). None when
     every run would be one element."""
     if tile is None or m.elem.is_bool:
         return None
@@ -371,18 +373,34 @@ def _wide_load(cg: CodeGen, ptr, t: DType, n: int) -> List:
     return [_from_int(cg, x, t) for w in words for x in (_split(cg, w, t.bits, per) if per > 1 else [w])]
 
 
-def _wide_store(cg: CodeGen, vals: List, ptr, t: DType) -> None:
-    n = len(vals)
+def _packed_words(cg: CodeGen, slots, s: int, n: int, t: DType):
+    """Slots ``s .. s + n`` as the dwords that already hold them (one i32, or a vector of them taken
+    from the block with one shufflevector) when ``slots`` unpack a vector of dwords (a VNNI block
+    read: 4 int8 per dword), else None. Re-joining the bytes would cost IGC a copy of the block."""
+    if not isinstance(slots, VecSlots) or t.is_bool:
+        return None
+    per, vt = slots.per, slots.vec.type
+    if per * t.bits != 32 or not isinstance(vt, ll.VectorType) or vt.element != I32 or s % per or n % per:
+        return None
+    first, count = s // per, n // per
+    if count == 1:
+        return cg.b.extract_element(slots.vec, cg.i32(first))
+    if count == vt.count:
+        return slots.vec
+    return cg.b.shuffle_vector(slots.vec, ll.Constant(vt, None),
+                               ll.Constant(ll.VectorType(I32, count), list(range(first, first + count))))
+
+
+def _wide_store(cg: CodeGen, slots, s: int, n: int, ptr, t: DType) -> None:
     wt = _wide_type(t.bits, n)
-    ints = [_as_int(cg, v, t) for v in vals]
-    if isinstance(wt, ll.IntType):
-        data = _join(cg, ints, t.bits) if n > 1 else ints[0]
-    else:
-        per = 32 // t.bits
-        data = ll.Constant(wt, None)
-        for i in range(wt.count):
-            word = ints[i * per:(i + 1) * per]
-            data = cg.b.insert_element(data, _join(cg, word, t.bits) if per > 1 else word[0], cg.i32(i))
+    data = _packed_words(cg, slots, s, n, t)
+    if data is None:
+        ints = [_as_int(cg, v, t) for v in slots[s:s + n]]
+        per = min(n, 32 // t.bits)
+        words = [_join(cg, ints[i:i + per], t.bits) if per > 1 else ints[i] for i in range(0, n, per)]
+        data = words[0] if isinstance(wt, ll.IntType) else ll.Constant(wt, None)
+        for i, w in enumerate(words if not isinstance(wt, ll.IntType) else []):
+            data = cg.b.insert_element(data, w, cg.i32(i))
     cg.b.store(data, ptr, align=n * t.itemsize)
 
 
@@ -434,7 +452,7 @@ def _store_matrix(cg: CodeGen, op: ir.StoreMatrixOp):
     groups = _wide_groups(cg, m.type, op.operands[2:], tile)
     for s, n in groups or [(i, 1) for i in range(len(ptrs))]:
         if n > 1:
-            _wide_store(cg, vals[s:s + n], ptrs[s], m.type.elem)
+            _wide_store(cg, vals, s, n, ptrs[s], m.type.elem)
         else:
             store_elem(cg, vals[s], ptrs[s], m.type.elem)
     return []
