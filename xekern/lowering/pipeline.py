@@ -2,8 +2,8 @@
 
 ``compile_kernel`` runs them and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─slm-transpose─▶ slm-transpose ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst ─sg-to-lane─▶ lane
-          ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
+    xegpu ─slm-transpose─▶ slm-transpose ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst
+          ─sg-to-lane─▶ lane ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
 
 A subgroup-level kernel's frontend IR ("xegpu") is already at "sg" (it runs blocking and sg-to-lane), a
 lane-level kernel's at "lane" (it goes straight to codegen).

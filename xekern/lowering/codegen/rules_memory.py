@@ -332,14 +332,17 @@ def _split(cg: CodeGen, x, bits: int, n: int) -> List:
 # widest element-wise SLM access: 8 dwords per lane, one LSC message (IGC 12504 emits store.slm.d32x8 for
 # pvc straight from a VNNI block read's registers; 16-byte halves cost a copy of the block first)
 WIDE_BYTES = 32
+# at most this many elements per access when they are packed or unpacked one by one: LLVM turns the
+# shifts into a vector of the elements, and its SPIR-V backend cannot split one of more than 16
+WIDE_ELEMS = 16
 
 
-def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile):
+def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile, max_bytes: int):
     """When sub-group block IO does not apply: runs ``(first slot, n)`` of a lane's slots that hold
     ``n`` consecutive matrix elements in every lane, aligned to their size, each one access of up
-    to ``WIDE_BYTES`` instead of ``n`` (a lane's 8 VNNI dwords of int8 are one 32-byte store). None when
-    every run would be one element."""
-    if tile is None or m.elem.is_bool:
+    to ``max_bytes`` instead of ``n`` (a lane's 8 VNNI dwords of int8 are one 32-byte store). None when
+    every run would be one element (always for 64-bit elements)."""
+    if tile is None or m.elem.is_bool or m.elem.bits > 32:
         return None
     lead = len(offsets) - tile.rank
     rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: slm_offset_static(m, (0,) * lead + c))
@@ -349,7 +352,7 @@ def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile):
     size, n = m.elem.itemsize, len(rel[0])
     groups, s = [], 0
     while s < n:
-        g = WIDE_BYTES // size
+        g = max_bytes // size
         while g > 1 and not (s + g <= n and origin % (g * size) == 0 and
                              all(lane[s] % g == 0 and lane[s:s + g] == list(range(lane[s], lane[s] + g))
                                  for lane in rel)):
@@ -394,6 +397,10 @@ def _packed_words(cg: CodeGen, slots, s: int, n: int, t: DType):
 def _wide_store(cg: CodeGen, slots, s: int, n: int, ptr, t: DType) -> None:
     wt = _wide_type(t.bits, n)
     data = _packed_words(cg, slots, s, n, t)
+    if data is None and n > WIDE_ELEMS:  # halves (aligned: n and the start are powers of 2 apart)
+        _wide_store(cg, slots, s, n // 2, ptr, t)
+        _wide_store(cg, slots, s + n // 2, n // 2, cg.gep(ptr, mem_type(t), ll.Constant(I64, n // 2)), t)
+        return
     if data is None:
         ints = [_as_int(cg, v, t) for v in slots[s:s + n]]
         per = min(n, 32 // t.bits)
@@ -424,7 +431,7 @@ def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
                 vals[s] = _from_int(cg, x, t)
         return [vals]
     ptrs = _matrix_addresses(cg, m, op, offsets, tile)
-    groups = _wide_groups(cg, m.type, op.operands[1:], tile)
+    groups = _wide_groups(cg, m.type, op.operands[1:], tile, min(WIDE_BYTES, WIDE_ELEMS * m.type.elem.itemsize))
     if groups is not None:
         return [[v for s, n in groups for v in (_wide_load(cg, ptrs[s], m.type.elem, n) if n > 1
                                                   else [load_elem(cg, ptrs[s], m.type.elem)])]]
@@ -449,7 +456,10 @@ def _store_matrix(cg: CodeGen, op: ir.StoreMatrixOp):
             block_io.write(cg, _block_io_base(cg, m, offsets, rel, g), ints, t.bits * g, LOCAL)
         return []
     ptrs = _matrix_addresses(cg, m, op, offsets, tile)
-    groups = _wide_groups(cg, m.type, op.operands[2:], tile)
+    t = m.type.elem
+    whole_dwords = isinstance(vals, VecSlots) and vals.per * t.bits == 32  # (see _packed_words)
+    groups = _wide_groups(cg, m.type, op.operands[2:], tile,
+                          WIDE_BYTES if whole_dwords else min(WIDE_BYTES, WIDE_ELEMS * t.itemsize))
     for s, n in groups or [(i, 1) for i in range(len(ptrs))]:
         if n > 1:
             _wide_store(cg, vals, s, n, ptrs[s], m.type.elem)
