@@ -19,7 +19,7 @@ def config(dtype, prefetch=1):
     return xk.Config(dict(BM=32, BN=32, BK=bk, GROUP_M=2, PREFETCH=prefetch), num_subgroups=4)
 
 
-def run(rng, m, n, k, dtype, layout, batch=0, bias=False, act=None, target="cpu", out=None):
+def run(rng, m, n, k, dtype, layout, batch=0, bias=False, act=None, target="cpu", out=None, cfg=None):
     a, b, sa, sb = G.make_inputs(rng, m, n, k, dtype, layout, batch)
     out_dt = {None: np.dtype(G.DTYPES[dtype][2]), "f16": np.dtype(np.float16), "bf16": G.np_dtype("bfloat16")}[out]
     c = np.full(((batch,) if batch else ()) + (m, n), np.nan if out_dt.kind == "f" or out == "bf16" else -1,
@@ -30,7 +30,7 @@ def run(rng, m, n, k, dtype, layout, batch=0, bias=False, act=None, target="cpu"
     if bias:
         bvec = bvec.astype(c.dtype) if c.dtype.kind != "f" else bvec.astype(np.float32 if out_dt != np.float16
                                                                             else np.float16)
-    G.gemm(sa, sb, c, layout=layout, bias=bvec, act=act, config=config(dtype), target=target)
+    G.gemm(sa, sb, c, layout=layout, bias=bvec, act=act, config=cfg or config(dtype), target=target)
     ref = G.reference(a, b, bvec, act)
     return c.astype(np.float64), ref
 
@@ -50,6 +50,19 @@ def test_every_dtype_and_layout_on_ragged_shapes(rng, dtype, layout):
 def test_8_wide_model(rng, dtype, layout):
     got, ref = run(rng, 39, 50, 70, dtype, layout, target="cpu8")
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, 70) * max(1.0, np.abs(ref).max()))
+
+
+DG2_CASES = [("bf16", 0, "nn"), ("bf16", 1, "tt"), ("f16", 0, "nt"), ("f16", 1, "tn"), ("int8", 0, "tn")]
+
+
+@pytest.mark.parametrize("dtype,which,layout", DG2_CASES, ids=[f"{d}-cfg{i}-{l}" for d, i, l in DG2_CASES])
+def test_dg2_configs_on_the_8_wide_model(rng, dtype, which, layout):
+    """gemm.py's dg2 autotuning configs (checked offline for spills only) run correctly on cpu8, the
+    8-wide model of dg2's lowering, at a ragged shape (M, N and K not multiples of any tile)."""
+    cfg = G.configs_for(dtype, "dg2")[which]
+    m, n, k = 45, 37, 70
+    got, ref = run(rng, m, n, k, dtype, layout, target="cpu8", cfg=cfg)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])

@@ -48,7 +48,7 @@ def lane_sum(x_ptr, sum_ptr, swap_ptr, ids_ptr, n):
 
 
 def test_levels_enter_the_pipeline_at_their_level():
-    assert [p[0] for p in passes_from("wg")] == ["layout", "sg", "inst", "lane"]
+    assert [p[0] for p in passes_from("wg")] == ["slm-transpose", "layout", "sg", "inst", "lane"]
     assert [p[0] for p in passes_from("sg")] == ["inst", "lane"]
     assert passes_from("lane") == []
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,

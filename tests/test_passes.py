@@ -1,5 +1,7 @@
 """Each pass, checked on its printed IR: layout propagation, workgroup->subgroup distribution,
 blocking to instruction blocks, subgroup->lane distribution."""
+import re
+
 import xekern as xk
 import xekern.language as xl
 from irchecks import check
@@ -171,3 +173,38 @@ def test_value_barrier_is_split_with_its_operands_and_becomes_a_barrier_in_codeg
     # two barriers of the shuffle + the value barrier (+ those of the index-tile conversions)
     n_bar = sum(1 for line in asm["sg"].splitlines() if line.strip() == "gpu.barrier")
     assert llir.count("call spir_func void @_Z7barrierj(i32 3)") == n_bar + 1, llir
+
+
+def k_int8_at(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr):
+    a_desc = xl.make_tensor_descriptor(a_ptr, shape=(K, M), strides=(M, 1), block_shape=(BK, BM))   # A stored K x M
+    b_desc = xl.make_tensor_descriptor(b_ptr, shape=(K, N), strides=(N, 1), block_shape=(BK, BN))
+    c_desc = xl.make_tensor_descriptor(c_ptr, shape=(M, N), strides=(N, 1), block_shape=(BM, BN))
+    acc = xl.zeros((BM, BN), xl.int32)
+    for k0 in range(0, K, BK):
+        acc = xl.dot(a_desc.load((k0, 0), transpose=True), b_desc.load((k0, 0)), acc)
+    c_desc.store((0, 0), acc)
+
+
+INT8_AT = dict(a_ptr=P(xl.int8), b_ptr=P(xl.int8), c_ptr=P(I32), M=I32, N=I32, K=I32, BM=32, BN=32, BK=64)
+
+
+def test_slm_transpose_of_int8_a():
+    """int8 A^T has no transposed 2D block load: pass slm-transpose loads the K x M tile as stored (VNNI
+    blocks, lanes along M) and converts its transpose to the DPAS A layout through a blocked SLM matrix,
+    whose fragments each subgroup reads back with sub-group block reads of shorts."""
+    asm = stages(k_int8_at, **INT8_AT)
+    check(asm["slm-transpose"], r"xegpu.load_nd %\d+, %\d+, %\d+ \{layout = #xegpu.layout<.*lane_layout = \[1, 16\], "
+          r"lane_data = \[4, 1\].*-> vector<64x32xi8>", r"vector.transpose .* -> vector<32x64xi8>",
+          r"xegpu.convert_layout .*\{slm_block = \[8, 32\]\}", r"xegpu.dpas")
+    assert "transpose = [1, 0]" not in asm["slm-transpose"]
+    check(asm["sg"], r"xegpu.create_mem_desc : !xegpu.mem_desc<32x64xi8, #xegpu.mem_layout<block = \[8, 32\]>>",
+          r"xegpu.load_nd", r"xegpu.store_matrix", r'gpu.barrier \{memory = "local"\}', r"xegpu.load_matrix",
+          r'gpu.barrier \{memory = "local"\}', r"xegpu.dpas")
+    llir = asm["llir"]
+    # each 8x32 A fragment: one block read of 8 rows of 16 shorts; each lane's 32 bytes of A^T: dword vector
+    # stores (one of 8 dwords on pvc, where they come straight from the VNNI read: test_gemm_isa)
+    assert llir.count("@_Z30intel_sub_group_block_read_us8PU3AS3Kt(") >= 1, llir
+    assert re.search(r"store <(4|8) x i32> %[^,]+, ptr addrspace\(3\)", llir), llir
+    for target in ("cpu8", "dg2"):   # no 2D block IO: the transposed load stays (element by element)
+        other = stages(k_int8_at, target=target, **INT8_AT)
+        assert "transpose = [1, 0]" in other["slm-transpose"] and "slm_block" not in other["slm-transpose"]

@@ -58,7 +58,8 @@ def check(c, table=True):
     return sp.shapes(c.spirv)
 
 
-GEMMS = [(xl.bfloat16, "nn"), (xl.bfloat16, "tn"), (xl.float16, "nt"), (xl.int8, "nn"), (xl.float32, "nn")]
+GEMMS = [(xl.bfloat16, "nn"), (xl.bfloat16, "tn"), (xl.float16, "nt"), (xl.int8, "nn"), (xl.int8, "tn"),
+         (xl.float32, "nn")]
 
 
 @pytest.mark.parametrize("ab,layout", GEMMS, ids=[f"{a.user_name}-{lay}" for a, lay in GEMMS])
@@ -78,12 +79,23 @@ def test_flagship_gemm_uses_the_spirv_ops(ab, layout, pvc_intrinsics):
     # the same 2D block read messages as the IGC-builtin table (same payload, same unpacking)
     reads = sorted(s for s in got if s[0] in (LOAD, TRANSFORM, TRANSPOSE))
     assert reads == genisa_reads(old.asm["llir_unoptimized"]), (reads, genisa_reads(old.asm["llir_unoptimized"]))
-    if layout[0] == "t":
+    if layout[0] == "t" and ab.bits == 8:  # int8 A^T: read as stored (VNNI), transposed through SLM
+        assert not any(s[0] == TRANSPOSE for s in reads) and new.slm_bytes > 0, reads
+    elif layout[0] == "t":
         assert any(s[0] == TRANSPOSE and s[1] == 4 for s in reads)
     if ab.bits < 32:  # B is VNNI: a transform load, or (B^T) a 32-bit transposed one
         assert any(s[0] == (TRANSFORM if layout[1] == "n" else TRANSPOSE) for s in reads), reads
     assert [s for s in got if s[0] == PREFETCH], "the K-loop prefetches"
     assert {s[1:] for s in got if s[0] == STORE} == {(acc.itemsize, 16, 8, 1)}, "C is stored as 16x8 blocks"
+
+
+def test_bmg_int8_a_transposed_through_slm():
+    """bmg (merged B blocks) reads int8 A^T and B with VNNI reads of two payload sizes in one kernel:
+    both go through the one Subgroup2DBlockLoadTransformINTEL declaration."""
+    c = gemm_kernel.compile_offline(signature(xl.int8, xl.int32, "tn", 256, 256, 64, 2), target="bmg",
+                                    num_subgroups=32)
+    got = check(c)
+    assert len({s[1:] for s in got if s[0] == TRANSFORM}) == 2 and c.slm_bytes > 0, got
 
 
 def test_per_op_kernels_use_the_spirv_ops():

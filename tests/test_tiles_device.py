@@ -2,6 +2,8 @@
 every edge, transposed and VNNI loads, prefetch and offset advances in loops, dot for every
 dtype, gathers/scatters with masks and chunks, atomics under contention, SLM round trips,
 layout conversions, cooperative transpose, named barriers, cross-subgroup reductions."""
+import re
+
 import numpy as np
 import pytest
 
@@ -360,3 +362,26 @@ def test_reductions_across_subgroups(rng, target, num_subgroups):
     out = poisoned(N, np.float32)
     colsum_kernel[(1,)](x, out, M, N, BM=64, BN=32, num_subgroups=num_subgroups, target=target)
     np.testing.assert_allclose(out, x.astype(np.float64).sum(0) + x.max(), rtol=1e-5, atol=1e-5)
+
+
+@xk.jit
+def slm_rows_to_cols(x_ptr, t_ptr, BM: xl.constexpr, BN: xl.constexpr):
+    rm = xl.arange(0, BM)
+    rn = xl.arange(0, BN)
+    rows = xl.Layout(sg_layout=[4, 1], sg_data=[BM // 4, BN], lane_layout=[16, 1], lane_data=[1, 1])
+    x = xl.convert_layout(xl.load(x_ptr + rm[:, None] * BN + rn[None, :]), rows)
+    t = xl.convert_layout(x, xl.Layout(sg_layout=[1, 4], sg_data=[BM, BN // 4], lane_layout=[1, 16],
+                                       lane_data=[1, 1]))
+    xl.store(t_ptr + rm[:, None] * BN + rn[None, :], t)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int8])
+def test_slm_wide_accesses_every_width(rng, dtype):
+    """A lane holding a whole row stores it to SLM in accesses of up to 32 bytes (at most 16 elements:
+    more would be a vector LLVM's SPIR-V backend cannot split), 64-bit elements one by one."""
+    x = rand(rng, (64, 64), dtype)
+    t = poisoned((64, 64), dtype)
+    launch = slm_rows_to_cols[(1,)](x, t, BM=64, BN=64)
+    assert np.array_equal(t, x)
+    wide = re.findall(r"store (<\d+ x i32>|i32|i16) %[^,]+, ptr addrspace\(3\)", launch.asm["llir"])
+    assert bool(wide) == (np.dtype(dtype).itemsize < 8), wide

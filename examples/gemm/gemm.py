@@ -229,11 +229,14 @@ def main(argv=None):
     p.add_argument("--n", type=int, default=999)
     p.add_argument("--k", type=int, default=511)
     p.add_argument("--batch", type=int, default=0, help="batched GEMM over this many matrices")
-    p.add_argument("--dtype", default="f32", choices=sorted(DTYPES))
-    p.add_argument("--layout", default="nn", choices=["nn", "nt", "tn", "tt"])
+    p.add_argument("--dtype", default=None, choices=sorted(DTYPES), help="operand dtype (default f32; with "
+                   "--check: every dtype unless given)")
+    p.add_argument("--layout", default=None, choices=["nn", "nt", "tn", "tt"], help="storage of A and B (default "
+                   "nn; with --check: every layout unless given)")
     p.add_argument("--device", default=None, help="dpctl filter string, e.g. opencl:cpu")
     p.add_argument("--target", default=None, help="xekern target (default: the device's)")
-    p.add_argument("--check", action="store_true", help="check every dtype x layout on ragged sizes")
+    p.add_argument("--check", action="store_true", help="check every dtype x layout (or the given ones) on "
+                   "ragged sizes")
     p.add_argument("--bench", action="store_true", help="f32 sweep over 512, 1024, 2048 against NumPy")
     p.add_argument("--isa", action="store_true", help="compile for pvc and dg2 offline and report the ISA")
     p.add_argument("--rep", type=int, default=5)
@@ -248,9 +251,10 @@ def main(argv=None):
     if args.bench:
         from bench import bench
         return bench(args)
-    cases = [(args.dtype, args.layout)]
+    cases = [(args.dtype or "f32", args.layout or "nn")]
     if args.check:
-        cases = [(d, l) for d in ("f32", "bf16", "f16", "int8") for l in ("nn", "nt", "tn", "tt")]
+        cases = [(d, l) for d in ([args.dtype] if args.dtype else ("f32", "bf16", "f16", "int8"))
+                 for l in ([args.layout] if args.layout else ("nn", "nt", "tn", "tt"))]
         args.no_tune = True
     print(f"{'shape':>18} {'dtype':>5} {'layout':>6} {'time ms':>9} {'GFLOP/s':>9} "
           f"{'max rel err':>12}  device")

@@ -1,7 +1,8 @@
 """``gemm.py --isa``: the flagship GEMM compiled offline for pvc and dg2, and what IGC made of it.
 
 For each dtype x layout: GRF mode, spills, the K-loop's instruction counts (dpas, 2D block loads,
-prefetches, other), its dpas density, and a throughput model:
+prefetches, SLM messages and barriers of int8 A^T's cooperative transpose, other), its dpas density,
+and a throughput model:
 
   * one ``dpas.8x8`` keeps a systolic array busy for 8 cycles (8 repeats x 8 deep; SIMD16 on pvc,
     SIMD8 on dg2), and a vector engine issues about one instruction per cycle from its threads;
@@ -42,9 +43,15 @@ def one(target, ab, layout, BM, BN, BK, ns, grf):
     row = dict(target=target, dtype=ab.user_name, layout=layout, grf=r.grf_mode, spill=r.spilled_around,
                scratch=r.scratch_bytes, total=lc.total if lc else 0, dpas=lc.dpas if lc else 0,
                loads=lc.load_block2d if lc else 0, prefetch=lc.prefetch_block2d if lc else 0,
-               other_sends=sum(lc.sends.values()) if lc else 0, density=lc.dpas_share if lc else 0.0,
-               stores=r.counts.store_block2d)
-    row["other"] = row["total"] - row["dpas"] - row["loads"] - row["prefetch"] - row["other_sends"]
+               density=lc.dpas_share if lc else 0.0, stores=r.counts.store_block2d)
+    # SLM messages (load/store/fence.slm: the cooperative transpose of int8 A^T) and barriers apart from
+    # the other sends, which are global memory messages that are not 2D block IO (gathers, fences)
+    sends = lc.sends if lc else {}
+    row["slm"] = sum(n for k, n in sends.items() if k.endswith(".slm"))
+    row["barriers"] = lc.barriers if lc else 0
+    row["other_sends"] = sum(n for k, n in sends.items() if not k.endswith(".slm") and k != "barrier.signal")
+    row["other"] = (row["total"] - row["dpas"] - row["loads"] - row["prefetch"] - row["other_sends"] - row["slm"]
+                    - row["barriers"] - sends.get("barrier.signal", 0))
     xmx = DPAS_CYCLES * row["dpas"]
     row["model"] = xmx / max(xmx, row["total"]) if row["total"] else 0.0
     return row
@@ -58,7 +65,7 @@ def report():
     print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF; dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
-          f"{'prefetch':>8} {'other':>5} {'dpas %':>7} {'model %':>8}")
+          f"{'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} {'model %':>8}")
     for target, ab, layout, BM, BN, BK, ns, grf in plan:
         try:
             r = one(target, ab, layout, BM, BN, BK, ns, grf)
@@ -67,7 +74,8 @@ def report():
             continue
         rows.append(r)
         print(f"{r['target']:6} {r['dtype']:9} {r['layout']:3} {r['grf']:>4} {r['spill']:>5} |         "
-              f"{r['total']:>5} {r['dpas']:>4} {r['loads']:>6} {r['prefetch']:>8} {r['other']:>5} "
+              f"{r['total']:>5} {r['dpas']:>4} {r['loads']:>6} {r['prefetch']:>8} {r['slm']:>4} {r['barriers']:>3} "
+              f"{r['other']:>5} "
               f"{100 * r['density']:6.1f}% {100 * r['model']:7.0f}%", flush=True)
     print("model: predicted share of matrix-engine peak = 8*dpas / max(8*dpas, K-loop instructions) "
           "(see isa_report.py)")

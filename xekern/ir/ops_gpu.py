@@ -83,7 +83,8 @@ class IdTileOp(Op):
 
 class BarrierOp(Op):
     """``gpu.barrier``: every work item of the workgroup waits here; SLM and global writes before
-    it are visible after it."""
+    it are visible after it (only SLM writes with ``memory = "local"``, as the passes' SLM
+    exchanges use)."""
 
     NAME = "gpu.barrier"
     HAS_SIDE_EFFECTS = True

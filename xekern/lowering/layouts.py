@@ -243,6 +243,32 @@ def nd_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layo
                   lane_data=(1, 1), order=(1, 0))
 
 
+def vnni_rows_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Optional[Layout]:
+    """A cooperative layout of a [rows, cols] tile of sub-32-bit ``elem`` loaded with VNNI 2D block
+    loads: blocks of up to ``max_height`` rows x ``sg_size`` columns, lane ``l`` column ``l`` with
+    ``32 / bits`` consecutive rows in each dword; subgroups over the column blocks first, then the
+    rows (replicated only when the tile has fewer pieces than subgroups). None when the tile is not
+    made of whole blocks or the target has no VNNI load for ``elem``."""
+    info = target.block2d_for(elem)
+    sg = target.sg_size
+    if info is None or not info.vnni or elem.bits >= 32 or len(shape) != 2:
+        return None
+    pack = 32 // elem.bits
+    rows, cols = shape
+    if cols % sg or rows % pack:
+        return None
+    sn = 1
+    while sn * 2 <= G and cols % (sn * 2 * sg) == 0:
+        sn *= 2
+    sm = 1
+    while sn * sm * 2 <= G and rows % (sm * 2 * pack) == 0:
+        sm *= 2
+    dr, dc = rows // sm, cols // sn
+    h = max(x for x in range(pack, min(dr, info.max_height) + 1, pack) if dr % x == 0)
+    return Layout(sg_layout=(sm * (G // (sn * sm)), sn), sg_data=(dr, dc), inst_data=(h, sg), lane_layout=(1, sg),
+                  lane_data=(pack, 1), order=(1, 0))
+
+
 def prefetch_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layout:
     """Cooperative prefetch: the workgroup's block split among all subgroups without replication
     where it can be, each piece at most one 2D block message wide."""

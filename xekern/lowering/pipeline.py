@@ -2,8 +2,8 @@
 
 ``compile_kernel`` runs them and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst ─sg-to-lane─▶ lane
-          ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
+    xegpu ─slm-transpose─▶ slm-transpose ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst
+          ─sg-to-lane─▶ lane ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
 
 A subgroup-level kernel's frontend IR ("xegpu") is already at "sg" (it runs blocking and sg-to-lane), a
 lane-level kernel's at "lane" (it goes straight to codegen).
@@ -20,7 +20,7 @@ from ..errors import CompilationError
 from ..ir.core import IRError
 from ..targets import Target
 from ..frontend import compile_to_ir
-from . import blocking, propagate_layout, sg_to_lane, wg_to_sg
+from . import blocking, propagate_layout, sg_to_lane, slm_transpose, wg_to_sg
 from .grf import choose_grf_mode
 from . import llvm as llvm_stage
 from .codegen import (rules_arith, rules_block, rules_debug, rules_memory, rules_private,  # noqa: F401
@@ -65,6 +65,7 @@ LEVELS = ("wg", "sg", "inst", "lane")
 # The IR passes, in order: (stage name printed by kernel.asm, the level it consumes, pass entry point).
 # A function enters at its level and runs every pass from the first one that consumes that level.
 PASSES: List[Tuple[str, str, Callable]] = [
+    ("slm-transpose", "wg", slm_transpose.run),
     ("layout", "wg", propagate_layout.run),
     ("sg", "wg", wg_to_sg.run),
     ("inst", "sg", blocking.run),

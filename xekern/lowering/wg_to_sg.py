@@ -114,9 +114,9 @@ class WgToSg(Splitter):
         self._owners[key] = owner
         return owner
 
-    def slm(self, shape, elem) -> Value:
+    def slm(self, shape, elem, block=None) -> Value:
         with self.at_prologue():
-            return self.b(ir.CreateMemDescOp, MemDescType(tuple(shape), elem))
+            return self.b(ir.CreateMemDescOp, MemDescType(tuple(shape), elem, block=block))
 
     def cross_reduce(self, op: ir.ReduceOp, partials: List[Value], ss: Split) -> List[Value]:
         src_t = op.operands[0].type
@@ -157,10 +157,15 @@ class WgToSg(Splitter):
         return [[self.b(ir.BroadcastOp, sid, s.piece_type) for _ in range(s.count)]]
 
     def rule_convert_layout(self, op: ir.ConvertLayoutOp):
+        """Through SLM: every subgroup stores its pieces, barrier, loads the pieces of the new layout,
+        barrier. ``slm_block`` (set by ``slm-transpose``) stores the matrix as contiguous blocks of
+        that shape, so the loads can be sub-group block reads."""
         src, res = op.operands[0], op.result
         if src.type.layout == res.type.layout:
             return [self.all(src)]
-        return self.through_slm(op, src, res, self.slm(res.type.shape, res.type.elem))
+        block = op.attrs.get("slm_block")
+        mem = self.slm(res.type.shape, res.type.elem, tuple(block) if block else None)
+        return self.through_slm(op, src, res, mem)
 
     def rule_shuffle_tensor(self, op: ir.ShuffleTensorOp):
         """Always through the caller's SLM matrix, even between equal layouts (seed 002's lowering)."""
@@ -172,10 +177,10 @@ class WgToSg(Splitter):
         ss, rs = self._split_of(src, op), self._split_of(res, op)
         for i, p in enumerate(self.all(src)):
             self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
-        self.b.create(ir.BarrierOp)
+        self.b.create(ir.BarrierOp).attrs["memory"] = "local"  # only SLM crosses: no global fence
         out = [self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in self.origin(rs, i)], rs.piece_type)
                for i in range(rs.count)]
-        self.b.create(ir.BarrierOp)
+        self.b.create(ir.BarrierOp).attrs["memory"] = "local"
         return [out]
 
 

@@ -77,6 +77,25 @@ def plan(rel: Sequence[Sequence[int]], sg: int, bits: int) -> Optional[List[Tupl
     return runs
 
 
+def pack(rel: Sequence[Sequence[int]], g: int) -> Optional[List[List[int]]]:
+    """``rel`` with every ``g`` adjacent slots of a lane that hold ``g`` consecutive elements, the first
+    a multiple of ``g``, merged into one slot of ``g`` times the width (offsets in those wide units),
+    or None. A DPAS A fragment of int8 (two consecutive K per lane and row) packs into 16-bit slots,
+    which ``plan`` can then read as rows of ``sg`` consecutive shorts."""
+    if rel is None or len(rel[0]) % g:
+        return None
+    out = []
+    for lane in rel:
+        row = []
+        for s in range(0, len(lane), g):
+            f = lane[s]
+            if f % g or any(lane[s + j] != f + j for j in range(g)):
+                return None
+            row.append(f // g)
+        out.append(row)
+    return out
+
+
 def known_multiple(v: ir.Value, depth: int = 8) -> int:
     """A number every runtime value of integer ``v`` is a multiple of (1 when nothing is known):
     constants, and sums / products / shifts of them (the offsets the distribution passes build from

@@ -15,7 +15,7 @@ from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType, elem_of
 from ..rewrite import PassError
 from . import block_io
-from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, ll_type, mem_type, rule
+from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from .ocl import I1, I8, I32, I64
 
 
@@ -266,7 +266,10 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
     else:
         lead = len(offsets) - tile.rank
         rel = block_io.lane_offsets(tile, sg, lambda c: slm_offset_static(m, (0,) * lead + c))
-        runs = block_io.plan(rel, sg, m.elem.bits)
+        runs, g = block_io.plan(rel, sg, m.elem.bits), 1
+        for wide in (2, 4):  # sub-32-bit slots that lanes hold in pairs / quads: one wider element each
+            if runs is None and m.elem.bits * wide <= 32 and not m.elem.is_bool:
+                runs, g = block_io.plan(block_io.pack(rel, wide), sg, m.elem.bits * wide), wide
         origin = _origin_multiple(m, offsets)
         if runs is None:
             why = (f"the tile's layout {tile.layout} does not give each slot {sg} consecutive "
@@ -276,20 +279,23 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
             why = (f"the origin is not provably {block_io.ALIGN_BYTES}-byte aligned"
                    + (" on a @block boundary" if m.block is not None else ""))
         else:
-            return runs
+            # in element units: message slots and offsets of the wide elements, ``g`` elements each
+            return [(tuple(s * g + j for s in slots for j in range(g)), f * g, g) for slots, f in runs]
     if asked:
         raise PassError(f"subgroup_block_io: {why}", op)
     return None
 
 
-def _block_io_base(cg: CodeGen, mat: SlmMatrix, offsets, rel: int):
-    """The element pointer of a block message. LLVM folds a GEP by a constant 0 into the SLM
-    variable itself, whose SPIR-V type is a byte array: OpSubgroupBlockReadINTEL on that is
-    rejected by the OpenCL CPU runtime. An offset LLVM cannot fold (``sub_group_id >> 31``, always
-    0) keeps the GEP, and with it the pointer's element type."""
-    et = mem_type(mat.type.elem)
+def _block_io_base(cg: CodeGen, mat: SlmMatrix, offsets, rel: int, g: int = 1):
+    """The element pointer of a block message (of ``g``-element wide elements). LLVM folds a GEP by
+    a constant 0 into the SLM variable itself, whose SPIR-V type is a byte array:
+    OpSubgroupBlockReadINTEL on that is rejected by the OpenCL CPU runtime. An offset LLVM cannot
+    fold (``sub_group_id >> 31``, always 0) keeps the GEP, and with it the pointer's element type."""
+    et = mem_type(mat.type.elem) if g == 1 else ll.IntType(mat.type.elem.bits * g)
     off = slm_offset(cg, mat.type, offsets)
     off = cg.b.add(off, cg.i32(rel)) if rel else off
+    if g > 1:  # the origin and ``rel`` are multiples of g (``_block_io_runs``)
+        off = cg.b.lshr(off, cg.i32(g.bit_length() - 1))
     opaque_zero = cg.cached("opaque_zero", lambda: cg.b.lshr(cg.sg_id(), cg.i32(31)))
     return cg.gep(mat.ptr, et, cg.to_i64(cg.b.add(off, opaque_zero), False))
 
@@ -307,6 +313,104 @@ def _from_int(cg: CodeGen, v, t: DType):
     return v if v.type == lt else cg.b.bitcast(v, lt)
 
 
+def _join(cg: CodeGen, ints: List, bits: int):
+    """``ints`` (``bits`` wide each, the first lowest) as one integer."""
+    wide = ll.IntType(bits * len(ints))
+    out = None
+    for j, x in enumerate(ints):
+        x = cg.b.zext(x, wide)
+        x = cg.b.shl(x, ll.Constant(wide, j * bits)) if j else x
+        out = x if out is None else cg.b.or_(out, x)
+    return out
+
+
+def _split(cg: CodeGen, x, bits: int, n: int) -> List:
+    """The ``n`` integers of ``bits`` packed in ``x`` (the inverse of ``_join``)."""
+    return [cg.b.trunc(cg.b.lshr(x, ll.Constant(x.type, j * bits)) if j else x, ll.IntType(bits)) for j in range(n)]
+
+
+# widest element-wise SLM access: 8 dwords per lane, one LSC message (IGC 12504 emits store.slm.d32x8 for
+# pvc straight from a VNNI block read's registers; 16-byte halves cost a copy of the block first)
+WIDE_BYTES = 32
+# at most this many elements per access when they are packed or unpacked one by one: LLVM turns the
+# shifts into a vector of the elements, and its SPIR-V backend cannot split one of more than 16
+WIDE_ELEMS = 16
+
+
+def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile, max_bytes: int):
+    """When sub-group block IO does not apply: runs ``(first slot, n)`` of a lane's slots that hold
+    ``n`` consecutive matrix elements in every lane, aligned to their size, each one access of up
+    to ``max_bytes`` instead of ``n`` (a lane's 8 VNNI dwords of int8 are one 32-byte store). None when
+    every run would be one element (always for 64-bit elements)."""
+    if tile is None or m.elem.is_bool or m.elem.bits > 32:
+        return None
+    lead = len(offsets) - tile.rank
+    rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: slm_offset_static(m, (0,) * lead + c))
+    origin = _origin_multiple(m, offsets) * m.elem.itemsize
+    if rel is None or origin == 0:
+        return None
+    size, n = m.elem.itemsize, len(rel[0])
+    groups, s = [], 0
+    while s < n:
+        g = max_bytes // size
+        while g > 1 and not (s + g <= n and origin % (g * size) == 0 and
+                             all(lane[s] % g == 0 and lane[s:s + g] == list(range(lane[s], lane[s] + g))
+                                 for lane in rel)):
+            g //= 2
+        groups.append((s, g))
+        s += g
+    return groups if any(g > 1 for _, g in groups) else None
+
+
+def _wide_type(bits: int, n: int) -> ll.Type:
+    """The integer (or vector of dwords) type of ``n`` packed ``bits``-bit elements."""
+    total = bits * n
+    return ll.IntType(total) if total <= 32 else ll.VectorType(I32, total // 32)
+
+
+def _wide_load(cg: CodeGen, ptr, t: DType, n: int) -> List:
+    wt = _wide_type(t.bits, n)
+    v = cg.b.load(ptr, typ=wt, align=n * t.itemsize)
+    words = [v] if isinstance(wt, ll.IntType) else [cg.b.extract_element(v, cg.i32(i)) for i in range(wt.count)]
+    per = n // len(words)
+    return [_from_int(cg, x, t) for w in words for x in (_split(cg, w, t.bits, per) if per > 1 else [w])]
+
+
+def _packed_words(cg: CodeGen, slots, s: int, n: int, t: DType):
+    """Slots ``s .. s + n`` as the dwords that already hold them (one i32, or a vector of them taken
+    from the block with one shufflevector) when ``slots`` unpack a vector of dwords (a VNNI block
+    read: 4 int8 per dword), else None. Re-joining the bytes would cost IGC a copy of the block."""
+    if not isinstance(slots, VecSlots) or t.is_bool:
+        return None
+    per, vt = slots.per, slots.vec.type
+    if per * t.bits != 32 or not isinstance(vt, ll.VectorType) or vt.element != I32 or s % per or n % per:
+        return None
+    first, count = s // per, n // per
+    if count == 1:
+        return cg.b.extract_element(slots.vec, cg.i32(first))
+    if count == vt.count:
+        return slots.vec
+    return cg.b.shuffle_vector(slots.vec, ll.Constant(vt, None),
+                               ll.Constant(ll.VectorType(I32, count), list(range(first, first + count))))
+
+
+def _wide_store(cg: CodeGen, slots, s: int, n: int, ptr, t: DType) -> None:
+    wt = _wide_type(t.bits, n)
+    data = _packed_words(cg, slots, s, n, t)
+    if data is None and n > WIDE_ELEMS:  # halves (aligned: n and the start are powers of 2 apart)
+        _wide_store(cg, slots, s, n // 2, ptr, t)
+        _wide_store(cg, slots, s + n // 2, n // 2, cg.gep(ptr, mem_type(t), ll.Constant(I64, n // 2)), t)
+        return
+    if data is None:
+        ints = [_as_int(cg, v, t) for v in slots[s:s + n]]
+        per = min(n, 32 // t.bits)
+        words = [_join(cg, ints[i:i + per], t.bits) if per > 1 else ints[i] for i in range(0, n, per)]
+        data = words[0] if isinstance(wt, ll.IntType) else ll.Constant(wt, None)
+        for i, w in enumerate(words if not isinstance(wt, ll.IntType) else []):
+            data = cg.b.insert_element(data, w, cg.i32(i))
+    cg.b.store(data, ptr, align=n * t.itemsize)
+
+
 @rule(ir.LoadMatrixOp)
 def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     m: SlmMatrix = cg.get(op.operands[0])
@@ -316,13 +420,21 @@ def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     runs = _block_io_runs(cg, op, m.type, op.operands[1:], tile)
     if runs is not None:
         t = m.type.elem
-        vals = [None] * sum(len(slots) for slots, _ in runs)
-        for slots, rel in runs:
-            ints = block_io.read(cg, _block_io_base(cg, m, offsets, rel), t.bits, len(slots), LOCAL)
-            for s, x in zip(slots, ints):
+        vals = [None] * sum(len(slots) for slots, _, _ in runs)
+        for slots, rel, g in runs:
+            ints = block_io.read(cg, _block_io_base(cg, m, offsets, rel, g), t.bits * g, len(slots) // g, LOCAL)
+            for i, s in enumerate(slots):
+                x = ints[i // g]
+                if g > 1:
+                    x = cg.b.trunc(cg.b.lshr(x, ll.Constant(x.type, (i % g) * t.bits)) if i % g else x,
+                                   ll.IntType(t.bits))
                 vals[s] = _from_int(cg, x, t)
         return [vals]
     ptrs = _matrix_addresses(cg, m, op, offsets, tile)
+    groups = _wide_groups(cg, m.type, op.operands[1:], tile, min(WIDE_BYTES, WIDE_ELEMS * m.type.elem.itemsize))
+    if groups is not None:
+        return [[v for s, n in groups for v in (_wide_load(cg, ptrs[s], m.type.elem, n) if n > 1
+                                                  else [load_elem(cg, ptrs[s], m.type.elem)])]]
     vals = [load_elem(cg, p, m.type.elem) for p in ptrs]
     return [vals if tile is not None else vals[0]]
 
@@ -337,10 +449,20 @@ def _store_matrix(cg: CodeGen, op: ir.StoreMatrixOp):
     runs = _block_io_runs(cg, op, m.type, op.operands[2:], tile)
     if runs is not None:
         t = m.type.elem
-        for slots, rel in runs:
-            block_io.write(cg, _block_io_base(cg, m, offsets, rel), [_as_int(cg, vals[s], t) for s in slots],
-                           t.bits, LOCAL)
+        for slots, rel, g in runs:
+            ints = [_as_int(cg, vals[s], t) for s in slots]
+            if g > 1:
+                ints = [_join(cg, ints[i:i + g], t.bits) for i in range(0, len(ints), g)]
+            block_io.write(cg, _block_io_base(cg, m, offsets, rel, g), ints, t.bits * g, LOCAL)
         return []
-    for v, p in zip(vals, _matrix_addresses(cg, m, op, offsets, tile)):
-        store_elem(cg, v, p, m.type.elem)
+    ptrs = _matrix_addresses(cg, m, op, offsets, tile)
+    t = m.type.elem
+    whole_dwords = isinstance(vals, VecSlots) and vals.per * t.bits == 32  # (see _packed_words)
+    groups = _wide_groups(cg, m.type, op.operands[2:], tile,
+                          WIDE_BYTES if whole_dwords else min(WIDE_BYTES, WIDE_ELEMS * t.itemsize))
+    for s, n in groups or [(i, 1) for i in range(len(ptrs))]:
+        if n > 1:
+            _wide_store(cg, vals, s, n, ptrs[s], m.type.elem)
+        else:
+            store_elem(cg, vals[s], ptrs[s], m.type.elem)
     return []

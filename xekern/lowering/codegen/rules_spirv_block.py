@@ -60,6 +60,11 @@ def _private(cg: CodeGen, t: ll.Type):
         return cg.b.alloca(t)
 
 
+def _void_ptr(cg: CodeGen, p):
+    """``p`` as the builtins' ``void *`` (i8*): payloads of different sizes share one declaration."""
+    return cg.b.bitcast(p, ll.PointerType(ll.IntType(8)))
+
+
 def _args(cg: CodeGen, d: NdDesc, x, y, ebytes: int, w: int, h: int, n: int) -> List:
     """The operands common to every 2D block instruction, Element Size through Coordinate (the
     store puts its payload pointer before the base pointer)."""
@@ -76,7 +81,7 @@ def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int,
     slot, then loaded as ``vt`` (the signature ``rules_block._load_block2d`` expects)."""
     name = LOAD_TRANSPOSE if transpose else LOAD_TRANSFORM if vnni else LOAD
     dst = _private(cg, vt)
-    cg.call(name, ll.VoidType(), _args(cg, d, x, y, bits // 8, w, h, n) + [dst], convergent=True)
+    cg.call(name, ll.VoidType(), _args(cg, d, x, y, bits // 8, w, h, n) + [_void_ptr(cg, dst)], convergent=True)
     cg.extensions.add(EXTENSIONS[0])
     return cg.b.load(dst)
 
@@ -112,7 +117,7 @@ def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
     b.store(data, src)
     _, _, _, x, y = region(cg, d, _origin(cg, d, op))
     args = _args(cg, d, x, y, t.itemsize, w, h, 1)
-    cg.call(STORE, ll.VoidType(), args[:4] + [src] + args[4:], convergent=True)
+    cg.call(STORE, ll.VoidType(), args[:4] + [_void_ptr(cg, src)] + args[4:], convergent=True)
     cg.extensions.add(EXTENSIONS[0])
     return []
 

@@ -1,0 +1,78 @@
+"""Pass ``slm-transpose``: a transposed DPAS A operand that no 2D block load can deliver is loaded
+as stored and transposed cooperatively through shared local memory (seed 001).
+
+A DPAS A fragment gives each lane ``k / sg_size`` consecutive K elements of a row (two int8 on
+pvc). Loaded transposed from a K x M tensor, those K elements sit in consecutive *memory rows*,
+but the only transposed 2D block load (32-bit, HARDWARE.md) gives each lane one memory row: the
+load would be done element by element (gathers). Instead the workgroup loads the K x M tile as it
+is stored, with VNNI 2D block loads (each lane one column, ``32 / bits`` consecutive rows packed
+in a dword, the subgroups sharing the tile without replication), and redistributes it into the
+DPAS layout through SLM::
+
+    %a = xegpu.load_nd %td[%k, %m] {transpose = [1, 0]} : vector<MxK>        (A of a dpas)
+becomes
+    %t = xegpu.load_nd %td[%k, %m] {layout = <VNNI blocks>} : vector<KxM>
+    %u = vector.transpose %t [1, 0] : vector<MxK>                             (free: lanes relabelled)
+    %a = xegpu.convert_layout %u {slm_block = [8, 32]} : vector<MxK>
+
+``wg-to-sg`` lowers the convert_layout to ``store_matrix``, barrier, ``load_matrix``, barrier.
+``slm_block`` (the DPAS A block) stores the SLM matrix as contiguous fragment-sized blocks, so a
+lane's VNNI dwords are one wide SLM store and each subgroup reads its A fragments back with
+sub-group block reads. The pass runs before layout propagation, which lays out everything else.
+Targets without 2D block IO (dg2, cpu8) keep their element-wise transposed loads; a tile larger
+than the target's ``slm_bytes`` does too.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Set
+
+from .. import ir
+from ..ir.core import Op
+from ..ir.types import VectorType
+from .layouts import vnni_rows_layout
+from .rewrite import Rewriter, STRUCTURED_RULES
+
+
+def needs_slm_transpose(target, elem) -> bool:
+    """Whether a transposed A operand of ``elem`` needs the SLM route on ``target``: its DPAS packs
+    several K elements per lane (a 32-bit transposed block load holds one memory row per lane),
+    and the untransposed tile can be loaded with VNNI 2D block loads."""
+    shape = target.dpas_shape(elem)
+    info = target.block2d_for(elem)
+    return (shape is not None and elem.name not in target.fma_dot and shape.k // target.sg_size > 1
+            and info is not None and info.vnni and elem.bits < 32)
+
+
+class SlmTranspose(Rewriter):
+    NAME = "slm-transpose"
+    LEVEL = "wg"
+    RULES = dict(STRUCTURED_RULES)
+    RULES[ir.LoadNdOp] = "rule_load_nd"
+
+    def run(self, func: ir.FuncOp) -> ir.FuncOp:
+        self.a_loads: Set[Op] = {op.operands[0].op for op in func.walk() if isinstance(op, ir.DpasOp)}
+        return super().run(func)
+
+    def rule_load_nd(self, op: ir.LoadNdOp):
+        t = op.result.type
+        if op not in self.a_loads or op.attrs.get("transpose") is None or op.attrs.get("layout") is not None or \
+                not isinstance(t, VectorType) or t.rank != 2 or not needs_slm_transpose(self.target, t.elem):
+            return self.piecewise(op)
+        dpas = self.target.dpas_shape(t.elem)
+        M, K = t.shape
+        stored = (K, M)
+        layout = vnni_rows_layout(stored, t.elem, self.target, self.ctx.num_subgroups)
+        if layout is None or M % dpas.m or K % dpas.k or prod(t.shape) * t.elem.itemsize > self.target.slm_bytes:
+            return self.piecewise(op)
+        attrs = {k: v for k, v in op.attrs.items() if k not in ("transpose", "transpose_bit_width")}
+        attrs.update(transpose=None, layout=layout)
+        raw = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [VectorType(stored, t.elem)], attrs))
+        u = self.b(ir.TransposeOp, raw.result, (1, 0), VectorType(t.shape, t.elem))
+        cv = self.b.create(ir.ConvertLayoutOp, u, VectorType(t.shape, t.elem))
+        cv.attrs["slm_block"] = (dpas.m, dpas.k)
+        return [[cv.result]]
+
+
+def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
+    return SlmTranspose(ctx).run(func)
