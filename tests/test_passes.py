@@ -175,6 +175,7 @@ def test_value_barrier_is_split_with_its_operands_and_becomes_a_barrier_in_codeg
     assert llir.count("call spir_func void @_Z7barrierj(i32 3)") == n_bar + 1, llir
 
 
+@xk.jit
 def k_int8_at(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr):
     a_desc = xl.make_tensor_descriptor(a_ptr, shape=(K, M), strides=(M, 1), block_shape=(BK, BM))   # A stored K x M
     b_desc = xl.make_tensor_descriptor(b_ptr, shape=(K, N), strides=(N, 1), block_shape=(BK, BN))
