@@ -117,6 +117,18 @@ def prestart() -> None:
                 _worker.start()
 
 
+def wait_ready(timeout: float = 60.0) -> None:
+    """Block until the LLVM worker has loaded LLVM (benchmarks use it to separate start-up from compile)."""
+    if not knobs.llvm_isolation():
+        return
+    with _worker.lock:
+        if not _worker.alive():
+            _worker.start()
+        if not _worker.ready:
+            _worker._read(8, timeout)
+            _worker.ready = True
+
+
 def to_spirv(llir: str, opt_level: int = 2, want_llir: bool = True, timeout: float = 300.0) -> Tuple[bytes, str]:
     """Optimize LLVM IR text and emit SPIR-V with llvmlite's backend. Returns (spirv, optimized IR)."""
     if knobs.llvm_isolation():

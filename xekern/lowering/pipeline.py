@@ -198,8 +198,10 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
         cg = generate(lane, options)
     except PassError as e:
         raise _fail(lane, "codegen", e) from e
+    t1 = time.perf_counter()
+    timings["codegen"] = t1 - t0
     llir = cg.text()
-    timings["codegen"] = time.perf_counter() - t0
+    timings["llir_text"] = time.perf_counter() - t1
     asm["llir"] = llir
     t0 = time.perf_counter()
     try:
