@@ -538,16 +538,17 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     accs = [b.phi(v.type) for v in init]
     for p, v in zip(accs, init):
         p.add_incoming(v, pre)
-    rows = {}
+    rows, cols = {}, {}  # A's element of row i and B's of column oc: read once per K step each
     new = []
     for (i, oc), acc in zip(c_offs, accs):
         if i not in rows:
             rows[i] = _widen_operand(cg, read_a(i, k), ea)
-        bv = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+        if oc not in cols:
+            cols[oc] = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
         if ec.is_floating:
-            new.append(cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], bv, acc]))
+            new.append(cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], cols[oc], acc]))
         else:
-            new.append(b.add(acc, b.mul(rows[i], bv)))
+            new.append(b.add(acc, b.mul(rows[i], cols[oc])))
     k1 = b.add(k, cg.i32(1))
     end = b.block
     for p, v in zip(accs, new):
