@@ -9,8 +9,8 @@ Each measurement is the kernel's first compile in a new Python process with an e
 * ``ready``: the LLVM worker (started at import) has finished loading LLVM before the compile;
 * ``import``: the compile starts right after ``import xekern`` (the worker may still be loading).
 
-"own" is xekern's own time (``compile_kernel``: frontend, passes, codegen, LLVM in the worker);
-the driver's build of the SPIR-V (dpctl/OpenCL, at the first launch) is not in it. A last process
+"own" is xekern's own time (``compile_kernel``: frontend, passes, codegen, LLVM in the worker),
+"own cpu" the CPU time of the user's process in it (the LLVM worker's is not included); the driver's build of the SPIR-V (dpctl/OpenCL, at the first launch) is not in it. A last process
 checks that a second process finds the kernel in the disk cache (``warmup`` on the CPU device).
 The machine's load average is printed: figures taken while other work runs are noisy.
 """
@@ -63,10 +63,10 @@ COLD = textwrap.dedent("""
                     ACT=None)
     if {ready}:
         L.wait_ready()
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     c = {expr}
-    own = time.perf_counter() - t
-    print(json.dumps(dict(own=own, stages=c.timings, spirv=len(c.spirv), llir_lines=c.asm["llir_unoptimized"].count("\\n"))))
+    own, cpu = time.perf_counter() - t, time.process_time() - cpu
+    print(json.dumps(dict(own=own, cpu=cpu, stages=c.timings, spirv=len(c.spirv), llir_lines=c.asm["llir_unoptimized"].count("\\n"))))
 """)
 
 DISK = textwrap.dedent("""
@@ -99,7 +99,7 @@ def measure(expr: str, ready: bool, reps: int) -> dict:
     for _ in range(reps):
         with tempfile.TemporaryDirectory() as cache:
             runs.append(run(COLD.format(root=ROOT, expr=expr, ready=ready), cache))
-    med = {"own": statistics.median(r["own"] for r in runs) * 1e3}
+    med = {"own": statistics.median(r["own"] for r in runs) * 1e3, "cpu": statistics.median(r["cpu"] for r in runs) * 1e3}
     for s in STAGES:
         med[s] = statistics.median(r["stages"].get(s, 0.0) for r in runs) * 1e3
     med["spirv"] = runs[0]["spirv"]
@@ -120,9 +120,10 @@ def main(argv=None):
     load0 = os.getloadavg()
     print(f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load0[0]:.2f}")
-    print(f"medians of {args.reps} fresh processes, ms; own = xekern's compile_kernel (no driver build)")
+    print(f"medians of {args.reps} fresh processes, ms (stages: wall time); own = xekern's compile_kernel "
+          f"(no driver build), own cpu = this process's CPU time in it")
     out = {}
-    head = f"{'kernel':30} {'start':6} " + " ".join(f"{s:>9}" for s in STAGES) + f" {'own':>7}  llir lines  all own"
+    head = f"{'kernel':30} {'start':6} " + " ".join(f"{s:>9}" for s in STAGES) + f" {'own':>7} {'own cpu':>7}  llir lines  all own"
     print(head)
     for name, expr in KERNELS.items():
         if args.only and args.only not in name:
@@ -131,7 +132,7 @@ def main(argv=None):
             m = measure(expr, ready, args.reps)
             out[f"{name} / {'ready' if ready else 'import'}"] = m
             print(f"{name:30} {'ready' if ready else 'import':6} " + " ".join(f"{m[s]:9.1f}" for s in STAGES)
-                  + f" {m['own']:7.1f}  {m['llir_lines']:10d}  {m['all_own']}", flush=True)
+                  + f" {m['own']:7.1f} {m['cpu']:7.1f}  {m['llir_lines']:10d}  {m['all_own']}", flush=True)
     with tempfile.TemporaryDirectory() as cache:
         first = run(DISK.format(root=ROOT), cache)
         second = run(DISK.format(root=ROOT), cache)
