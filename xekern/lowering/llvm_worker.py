@@ -3,7 +3,7 @@
 LLVM aborts the whole process on some inputs (this llvmlite's LLVM is built with assertions),
 so xekern never runs it in the user's process by default: ``llvm.py`` talks to this worker
 over its stdin/stdout. Requests and replies are length-prefixed pickles:
-``(llir_text, opt_level, want_optimized_llir)`` -> ``("ok", spirv_bytes, llir) | ("error", message)``.
+``(llir_text, opt_level, want_optimized_llir[, want_spirv])`` -> ``("ok", spirv_bytes, llir) | ("error", message)``.
 
 Run by ``python -m xekern.lowering.llvm_worker``; it exits when its stdin closes.
 """
@@ -45,8 +45,9 @@ def _target_machine():
     return llvm.Target.from_triple("spirv64-unknown-unknown").create_target_machine(opt=2)
 
 
-def compile_llir(text: str, opt_level: int = 2, want_llir: bool = True):
-    """LLVM IR text -> (SPIR-V bytes, optimized LLVM IR text). Raises RuntimeError on bad IR."""
+def compile_llir(text: str, opt_level: int = 2, want_llir: bool = True, want_spirv: bool = True):
+    """LLVM IR text -> (SPIR-V bytes, optimized LLVM IR text); each is empty when not wanted.
+    Raises RuntimeError on bad IR."""
     import llvmlite.binding as llvm
     if not _READY:
         init()
@@ -58,7 +59,7 @@ def compile_llir(text: str, opt_level: int = 2, want_llir: bool = True):
         pb = llvm.PassBuilder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     llir = str(mod) if want_llir else ""
-    spirv = tm.emit_object(mod)
+    spirv = tm.emit_object(mod) if want_spirv else b""
     return spirv, llir
 
 

@@ -205,15 +205,16 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     asm["llir"] = llir
     t0 = time.perf_counter()
     try:
-        spirv, opt_llir = llvm_stage.to_spirv(llir, options.opt_level, want_llir=True)
+        spirv, _ = llvm_stage.to_spirv(llir, options.opt_level, want_llir=False)
     except llvm_stage.LLVMError as e:
         raise CompilationError(f"LLVM could not compile kernel '{func.name}' for {options.target.name}: {e}\n"
                                f"(this is a bug in xekern's codegen; please report it with the kernel)") from None
     timings["llvm"] = time.perf_counter() - t0
-    asm["llir"] = opt_llir
+    opt_level = options.opt_level
+    asm["llir"] = lambda: llvm_stage.optimized_llir(llir, opt_level)  # printed when asked for (another LLVM run)
     asm["llir_unoptimized"] = llir
     asm["spirv"] = lambda: spirv_text(spirv)
     if dump is not None:
-        dump("llir", opt_llir)
+        dump("llir", asm["llir"])
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
                     extents, grf_mode)
