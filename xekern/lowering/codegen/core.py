@@ -18,6 +18,7 @@ from ...ir.core import Op, Value
 from ...ir.types import DType, MemDescType, NBarrierType, PointerType, TensorDescType, VectorType
 from ..rewrite import PassError
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
+from .text import prefill
 
 GLOBAL, LOCAL = 1, 3
 
@@ -189,6 +190,7 @@ class CodeGen:
     def text(self) -> str:
         """The module as LLVM IR text. llvmlite joins function metadata with commas, which LLVM's
         parser rejects on definitions; they are space-separated there."""
+        prefill(self.module)  # the common instructions' text, without llvmlite's slow formatting
         return str(self.module).replace(", !reqd_work_group_size", " !reqd_work_group_size")
 
     def _arg_type(self, t):
