@@ -502,20 +502,39 @@ def _operand_reader(cg: CodeGen, v):
     r0, c0 = bb.add(origin[0], cg.i32(r_off)), bb.add(origin[1], cg.i32(c_off))
     et = mem_type(t)
     as_i32 = lambda x: cg.i32(x) if isinstance(x, int) else x  # noqa: E731
+    # built once per reader (before the DPAS loop): the clamp bounds and the row stride
+    tops = [bb.select(bb.icmp_signed(">", n, cg.i32(0)), bb.sub(n, cg.i32(1)), cg.i32(0)) for n in d.shape[:2]]
+    stride = cg.to_i64(d.strides[0])
+    bases = (r0, c0)
+    parts = {}  # (dimension, coordinate) -> (in bounds, clamped offset in elements): a row's part is
+    # shared by every element of the row. Coordinates are ints or LLVM values (kept alive by the module)
 
-    def clamp(c, n):
-        top = bb.select(bb.icmp_signed(">", n, cg.i32(0)), bb.sub(n, cg.i32(1)), cg.i32(0))
-        c = bb.select(bb.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
-        return bb.select(bb.icmp_signed(">", c, top), top, c)
+    def part(dim, x):
+        key = (dim, x if isinstance(x, int) else id(x))
+        hit = parts.get(key)
+        if hit is None:
+            c = bb.add(bases[dim], as_i32(x))
+            ok = bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[dim]))
+            c = bb.select(bb.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
+            off = cg.to_i64(bb.select(bb.icmp_signed(">", c, tops[dim]), tops[dim], c))
+            hit = parts[key] = (ok, bb.mul(off, stride) if dim == 0 else off)
+        return hit
 
     def read(i, j):
         if tr:
             i, j = j, i
-        r, c = bb.add(r0, as_i32(i)), bb.add(c0, as_i32(j))
-        ok = bb.and_(bb.and_(bb.icmp_signed(">=", r, cg.i32(0)), bb.icmp_signed("<", r, d.shape[0])),
-                     bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[1])))
-        off = bb.add(bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])), cg.to_i64(clamp(c, d.shape[1])))
-        return bb.select(ok, load_elem(cg, cg.gep(d.base, et, off), t), zero(t))
+        (ok_r, off_r), (ok_c, off_c) = part(0, i), part(1, j)
+        return bb.select(bb.and_(ok_r, ok_c), load_elem(cg, cg.gep(d.base, et, bb.add(off_r, off_c)), t), zero(t))
+
+    def prepare(i=None, j=None):
+        """Build the part of row ``i`` / column ``j`` here (before a loop that reads them)."""
+        if tr:
+            i, j = j, i
+        if i is not None:
+            part(0, i)
+        if j is not None:
+            part(1, j)
+    read.prepare = prepare
     return read
 
 
@@ -528,6 +547,11 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     col = lane_base(cg, tc.layout, tc.shape)[1]
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     init = cg.slots(op.operands[2]) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
+    # A's row parts and B's column parts do not change with k: built before the loop
+    cols_v = {oc: b.add(col, cg.i32(oc)) if oc else col for _, oc in c_offs}
+    for i, oc in c_offs:
+        read_a.prepare(i=i)
+        read_b.prepare(j=cols_v[oc])
     pre = b.block
     loop = cg.fn.append_basic_block("dpas.k")
     done = cg.fn.append_basic_block("dpas.done")
@@ -544,7 +568,7 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         if i not in rows:
             rows[i] = _widen_operand(cg, read_a(i, k), ea)
         if oc not in cols:
-            cols[oc] = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+            cols[oc] = _widen_operand(cg, read_b(k, cols_v[oc]), eb)
         if ec.is_floating:
             new.append(cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], cols[oc], acc]))
         else:
