@@ -452,9 +452,9 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     b = cg.b
     a_cache = {}
-    from_memory = _operand_reader(cg, op.operands[0]) if cg.family == "cpu" and _loaded_as_is(op, 0) else None
+    from_memory = _shared_reader(cg, op, op.operands[0]) if cg.family == "cpu" and _loaded_as_is(op, 0) else None
     if from_memory is not None and tc.layout.lane_data == (1, 1) and _loaded_as_is(op, 1):
-        read_b = _operand_reader(cg, op.operands[1])
+        read_b = _shared_reader(cg, op, op.operands[1])
         if read_b is not None:
             return _dpas_from_memory(cg, op, ta, tb, tc, from_memory, read_b)
 
@@ -480,6 +480,17 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
                 acc = b.add(acc, b.mul(a_val(i, k), bv))
         out.append(acc)
     return [out]
+
+
+def _shared_reader(cg: CodeGen, op: ir.Op, v):
+    """``_operand_reader(cg, v)``, shared by the DPAS ops of one block that read the same tile (the
+    blocks of a subgroup's tile are separate DPAS ops): its row and column parts are built once.
+    Safe for dominance: each op's lowering is single-entry single-exit, so what an op of a block
+    built dominates the ops after it in that block."""
+    key = ("dpas_reader", id(op.parent), v)
+    if key not in cg._cache:
+        cg._cache[key] = _operand_reader(cg, v)
+    return cg._cache[key]
 
 
 def _operand_reader(cg: CodeGen, v):
