@@ -160,3 +160,15 @@ def test_worker_spirv_is_a_fresh_processes_and_survives_crashes(monkeypatch):
         L.to_spirv("not LLVM IR", 0, want_llir=False)
     assert L.to_spirv(llir, 0, want_llir=False)[0] == via_worker  # the worker's next child is fine
     assert "define spir_kernel" in L.optimized_llir(llir, 0)
+
+
+def test_fast_name_scope_gives_llvmlites_names():
+    from llvmlite.ir._utils import DuplicatedNameError, NameScope
+    from xekern.lowering.codegen.names import FastScope
+    seq = ["", "", "a", "a", "", "a.1", "a", ".3", "", "x.1", "x", "x", ""]
+    slow, fast = NameScope(), FastScope()
+    assert [slow.register(n, deduplicate=True) for n in seq] == [fast.register(n, deduplicate=True) for n in seq]
+    for scope in (slow, fast):
+        with pytest.raises(DuplicatedNameError):
+            scope.register("a", deduplicate=False)
+        assert scope.register("fresh", deduplicate=False) == "fresh"
