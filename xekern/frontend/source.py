@@ -56,14 +56,14 @@ def _function_ast(code, lines):
     if not 0 < first <= len(lines) or lines[first - 1][:1] in (" ", "\t"):
         return None
     end = _code_lines(code)
+    pad = "\n" * (first - 1)  # empty lines before it: the AST gets the file's line numbers as parsed
     for last in range(end, min(end + 40, len(lines)) + 1):  # the last statement may close on a later line
         try:
-            tree = ast.parse("".join(lines[first - 1:last]))
+            tree = ast.parse(pad + "".join(lines[first - 1:last]))
         except SyntaxError:
             continue
         if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
-        ast.increment_lineno(tree, first - 1)
         return tree
     return None
 
