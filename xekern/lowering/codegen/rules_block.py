@@ -148,10 +148,30 @@ def _branch_values(cg: CodeGen, cond, then, otherwise: List[List]) -> List[List]
 def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     origin = _origin(cg, d, op)
     (tile,) = op.attrs["tiles"]
-    t = d.type.elem
+    t, et = d.type.elem, mem_type(d.type.elem)
+    b = cg.b
     vals = cg.slots(op.operands[0])
-    for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
-        inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
+    starts = [b.add(o, x) for o, x in zip(origin, lane_base(cg, tile.layout, tile.shape))]
+    strides = [None] * len(starts)
+    parts = {}
+
+    def part(dim, x):
+        hit = parts.get((dim, x))
+        if hit is None:
+            c = b.add(starts[dim], cg.i32(x)) if x else starts[dim]
+            ok = b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, d.shape[dim]))
+            if strides[dim] is None:
+                strides[dim] = cg.to_i64(d.strides[dim])
+            hit = parts[(dim, x)] = (ok, b.mul(cg.to_i64(c), strides[dim]))
+        return hit
+
+    for v, so in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
+        inb = off = None
+        for dim, x in enumerate(so):
+            ok, term = part(dim, x)
+            inb = ok if inb is None else b.and_(inb, ok)
+            off = term if off is None else b.add(off, term)
+        ptr = cg.gep(d.base, et, off)
         cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
 
 
