@@ -10,8 +10,10 @@ Each measurement is the kernel's first compile in a new Python process with an e
 * ``import``: the compile starts right after ``import xekern`` (the worker may still be loading).
 
 "own" is xekern's own time (``compile_kernel``: frontend, passes, codegen, LLVM in the worker),
-"own cpu" the CPU time of the user's process in it (the LLVM worker's is not included); the driver's build of the SPIR-V (dpctl/OpenCL, at the first launch) is not in it. A last process
+"own cpu" the CPU time of the user's process in it (the LLVM worker's is not included); the
+driver's build of the SPIR-V (dpctl/OpenCL, at the first launch) is in neither. A last process
 checks that a second process finds the kernel in the disk cache (``warmup`` on the CPU device).
+The kernels' generated code is checked by benchmarks/spirv_hashes.py, not here.
 The machine's load average is printed: figures taken while other work runs are noisy.
 """
 from __future__ import annotations
