@@ -8,6 +8,12 @@ on Intel's OpenCL CPU runtime.
 __version__ = "0.1.0"
 
 from . import knobs  # noqa: E402
+from .lowering import llvm as _llvm  # noqa: E402
+
+# load LLVM in a worker process while the rest of xekern (numpy, dpctl) and the user's program start:
+# first, so that its ~200 ms of start-up overlap as much as possible
+_llvm.prestart()
+
 from .errors import CacheWarning, CompilationError, LaunchError, XekernError  # noqa: E402
 from .runtime import device as _device  # noqa: E402
 
@@ -24,10 +30,6 @@ from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402
 from . import testing  # noqa: E402
 from .targets import TARGETS as targets  # noqa: E402
 from .targets import Target, get_target, register_target  # noqa: E402
-
-from .lowering import llvm as _llvm  # noqa: E402
-
-_llvm.prestart()  # load LLVM in a worker process while the user's program starts
 
 
 def pointer(dtype, space: str = "global") -> PointerType:

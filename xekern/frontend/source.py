@@ -1,8 +1,10 @@
 """A kernel's source: its text, AST, file, line numbers and the names it can see.
 
 The function is found in its file's AST by its first line (``co_firstlineno``), so positions in
-error messages are the file's own lines and columns. Parsing the whole file once is cheaper
-than ``inspect.getsource`` (which tokenizes), and the parse is shared by every kernel in it.
+error messages are the file's own lines and columns. A top-level function is parsed from its own
+lines (its extent comes from its bytecode's line table), which is what a process's first compile
+costs; otherwise the whole file is parsed once and shared by every kernel in it. Both are cheaper
+than ``inspect.getsource`` (which tokenizes).
 """
 from __future__ import annotations
 
@@ -36,6 +38,36 @@ def _module_ast(path: str):
     return tree, lines
 
 
+def _code_lines(code) -> int:
+    """The last source line with bytecode in ``code`` or the functions nested in it."""
+    last = max((ln for _, _, ln in code.co_lines() if ln is not None), default=code.co_firstlineno)
+    for c in code.co_consts:
+        if hasattr(c, "co_lines"):
+            last = max(last, _code_lines(c))
+    return last
+
+
+def _function_ast(code, lines):
+    """The AST of the top-level function starting at ``code.co_firstlineno``, parsed from its own lines
+    only (a kernel's first compile need not parse the whole file), with the file's line numbers.
+    None when that does not work (an indented definition, or no complete statement found): the
+    caller parses the whole file."""
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines) or lines[first - 1][:1] in (" ", "\t"):
+        return None
+    end = _code_lines(code)
+    pad = "\n" * (first - 1)  # empty lines before it: the AST gets the file's line numbers as parsed
+    for last in range(end, min(end + 40, len(lines)) + 1):  # the last statement may close on a later line
+        try:
+            tree = ast.parse(pad + "".join(lines[first - 1:last]))
+        except SyntaxError:
+            continue
+        if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        return tree
+    return None
+
+
 class KernelSource:
     """The parsed source of one ``@xk.jit`` function, with positions in its file."""
 
@@ -45,7 +77,12 @@ class KernelSource:
         code = getattr(fn, "__code__", None)
         self.file = code.co_filename if code is not None else "<unknown>"
         first = code.co_firstlineno if code is not None else 0
-        tree, lines = _module_ast(self.file) if code is not None else (None, None)
+        tree, lines = None, None
+        if code is not None and self.file not in _MODULES:
+            lines = linecache.getlines(self.file)
+            tree = _function_ast(code, lines) if lines else None
+        if tree is None:
+            tree, lines = _module_ast(self.file) if code is not None else (None, None)
         node = None
         if tree is not None:
             for n in ast.walk(tree):

@@ -277,14 +277,25 @@ def lane_slot_offsets(layout, block: Sequence[int]) -> List[Tuple[int, ...]]:
     row-major order. This matches the register payload of 2D block loads and the DPAS operand
     fragments (row r of an 8x16 A block is slot r; VNNI pairs of B are adjacent slots).
     """
-    splits = lane_splits(layout, block)
-    rounds = [range(s.rounds) for s in splits]
-    datas = [range(s.data) for s in splits]
-    out = []
-    for r in itertools.product(*rounds):
-        for d in itertools.product(*datas):
-            out.append(tuple(ri * s.unit + di for ri, di, s in zip(r, d, splits)))
-    return out
+    key = (layout, tuple(block))
+    hit = _SLOT_OFFSETS.get(key)
+    if hit is None:
+        splits = lane_splits(layout, block)
+        rounds = [range(s.rounds) for s in splits]
+        datas = [range(s.data) for s in splits]
+        out = []
+        for r in itertools.product(*rounds):
+            for d in itertools.product(*datas):
+                out.append(tuple(ri * s.unit + di for ri, di, s in zip(r, d, splits)))
+        if len(_SLOT_OFFSETS) > 4096:
+            _SLOT_OFFSETS.clear()
+        hit = _SLOT_OFFSETS[key] = tuple(out)
+    return list(hit)
+
+
+# lane_slot_offsets is asked for the same (layout, block) by every pass and rule that touches a
+# tile: computed once per process (layouts are frozen, so they are their own key)
+_SLOT_OFFSETS: dict = {}
 
 
 def lane_count(layout) -> int:

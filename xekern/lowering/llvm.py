@@ -69,7 +69,8 @@ class _Worker:
         why = f"exit status {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "no reply"
         return f"the LLVM worker died ({why})" + ("; it said:\n  " + "\n  ".join(lines) if lines else "")
 
-    def compile(self, text: str, opt_level: int, want_llir: bool, timeout: float) -> Tuple[bytes, str]:
+    def compile(self, text: str, opt_level: int, want_llir: bool, timeout: float,
+                want_spirv: bool = True) -> Tuple[bytes, str]:
         with self.lock:
             if not self.alive():
                 self.start()
@@ -77,7 +78,7 @@ class _Worker:
                 if not self.ready:
                     self._read(8, timeout)
                     self.ready = True
-                data = pickle.dumps((text, opt_level, want_llir))
+                data = pickle.dumps((text, opt_level, want_llir, want_spirv))
                 self.proc.stdin.write(struct.pack("<Q", len(data)) + data)
                 self.proc.stdin.flush()
                 n = struct.unpack("<Q", self._read(8, timeout))[0]
@@ -117,12 +118,34 @@ def prestart() -> None:
                 _worker.start()
 
 
-def to_spirv(llir: str, opt_level: int = 2, want_llir: bool = True, timeout: float = 300.0) -> Tuple[bytes, str]:
+def wait_ready(timeout: float = 60.0) -> None:
+    """Block until the LLVM worker has loaded LLVM (benchmarks use it to separate start-up from compile)."""
+    if not knobs.llvm_isolation():
+        return
+    with _worker.lock:
+        if not _worker.alive():
+            _worker.start()
+        if not _worker.ready:
+            _worker._read(8, timeout)
+            _worker.ready = True
+
+
+def to_spirv(llir: str, opt_level: int = 2, want_llir: bool = True, timeout: float = 300.0,
+             want_spirv: bool = True) -> Tuple[bytes, str]:
     """Optimize LLVM IR text and emit SPIR-V with llvmlite's backend. Returns (spirv, optimized IR)."""
     if knobs.llvm_isolation():
-        return _worker.compile(llir, opt_level, want_llir, timeout)
+        return _worker.compile(llir, opt_level, want_llir, timeout, want_spirv)
     from . import llvm_worker
     try:
-        return llvm_worker.compile_llir(llir, opt_level, want_llir)
+        return llvm_worker.compile_llir(llir, opt_level, want_llir, want_spirv)
     except RuntimeError as e:
         raise LLVMError(str(e)) from None
+
+
+def optimized_llir(llir: str, opt_level: int) -> str:
+    """The LLVM IR that ``to_spirv`` gives the SPIR-V backend (for ``kernel.asm["llir"]``, printed
+    on demand: a compile does not print it)."""
+    try:
+        return to_spirv(llir, opt_level, want_llir=True, want_spirv=False)[1]
+    except LLVMError as e:  # the compile of the same text succeeded, so this is unexpected
+        return f"; LLVM failed to print the optimized IR: {e}\n"

@@ -37,8 +37,7 @@ class Options:
     num_subgroups: int = 4
     grf_mode: Optional[int] = None     # 128 or 256 registers per thread (GPU targets); None: automatic
     debug: bool = False                # keep device_print / device_assert
-    opt_level: int = 1                 # LLVM's O1: the driver (OpenCL CPU, IGC) optimizes again anyway;
-                                       # O2 costs twice the time here and gives the same SPIR-V size
+    opt_level: Optional[int] = None    # LLVM's optimization level; None: automatic (llvm_opt_level)
     level: str = "wg"                  # the kernel's programming level (@xk.jit(level=...)): wg, sg or lane
     # GPU: emit 2D block IO and DPAS as the SPIR-V ops of SPV_INTEL_2d_block_io /
     # SPV_INTEL_subgroup_matrix_multiply_accumulate (current drivers) instead of IGC 12504's builtins
@@ -71,6 +70,26 @@ PASSES: List[Tuple[str, str, Callable]] = [
     ("inst", "sg", blocking.run),
     ("lane", "inst", sg_to_lane.run),
 ]
+
+
+def llvm_opt_level(lane: ir.FuncOp, options: Options) -> int:
+    """The LLVM pipeline run before the SPIR-V backend, unless the user chose one (``opt_level=``).
+
+    The driver (IGC, the OpenCL CPU compiler) optimizes the SPIR-V again, so LLVM's passes are
+    only worth their time where they help the driver:
+    * GPU targets: O0. IGC does its own; LLVM's passes before it only raise register pressure
+      (the flagship GEMM spills at O1 on pvc, not at O0).
+    * CPU, kernels with a DPAS (emulated with loops over K): O0. Measured on the OpenCL CPU device
+      (512^3 GEMM, examples/gemm's first CPU config): bf16 kernel 36 ms at O0 vs 119-178 ms at O1,
+      the driver's build 2.7-4.0 s vs 7.5-10.1 s; f32 13 ms vs 15-32 ms; xekern's own compile
+      halves (LLVM O1 was most of it).
+    * CPU, other kernels: O1 (O2 costs twice the time and gives the same SPIR-V size).
+    """
+    if options.opt_level is not None:
+        return options.opt_level
+    if options.target.kind == "gpu":
+        return 0
+    return 0 if any(isinstance(o, ir.DpasOp) for o in lane.walk()) else 1
 
 
 def passes_from(level: str) -> List[Tuple[str, str, Callable]]:
@@ -212,20 +231,23 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
         cg = generate(lane, options)
     except PassError as e:
         raise _fail(lane, "codegen", e) from e
+    t1 = time.perf_counter()
+    timings["codegen"] = t1 - t0
     llir = cg.text()
-    timings["codegen"] = time.perf_counter() - t0
+    timings["llir_text"] = time.perf_counter() - t1
     asm["llir"] = llir
+    opt_level = llvm_opt_level(lane, options)
     t0 = time.perf_counter()
     try:
-        spirv, opt_llir = llvm_stage.to_spirv(llir, options.opt_level, want_llir=True)
+        spirv, _ = llvm_stage.to_spirv(llir, opt_level, want_llir=False)
     except llvm_stage.LLVMError as e:
         raise CompilationError(f"LLVM could not compile kernel '{func.name}' for {options.target.name}: {e}\n"
                                f"(this is a bug in xekern's codegen; please report it with the kernel)") from None
     timings["llvm"] = time.perf_counter() - t0
-    asm["llir"] = opt_llir
+    asm["llir"] = lambda: llvm_stage.optimized_llir(llir, opt_level)  # printed when asked for (another LLVM run)
     asm["llir_unoptimized"] = llir
     asm["spirv"] = lambda: spirv_text(spirv)
     if dump is not None:
-        dump("llir", opt_llir)
+        dump("llir", asm["llir"])
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
                     extents, grf_mode, writes)

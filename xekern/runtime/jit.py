@@ -564,9 +564,8 @@ class JITFunction:
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
                        level=self.level,
                        spirv_ext=bool(spirv_ext) and target.kind == "gpu",
-                       # GPU: IGC optimizes the SPIR-V itself, and LLVM's passes before it only raise
-                       # register pressure (the flagship GEMM spills at O1 on pvc, not at O0)
-                       opt_level=int(overrides.get("opt_level", 0 if target.kind == "gpu" else 1)))
+                       # None: chosen per kernel and target (pipeline.llvm_opt_level)
+                       opt_level=None if overrides.get("opt_level") is None else int(overrides["opt_level"]))
 
     def compiled(self, key, make_sig, options: Options) -> CompiledKernel:
         ck = self.cache.get(key)

@@ -18,6 +18,8 @@ from ...ir.core import Op, Value
 from ...ir.types import DType, MemDescType, NBarrierType, PointerType, TensorDescType, VectorType
 from ..rewrite import PassError
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
+from . import names
+from .text import prefill
 
 GLOBAL, LOCAL = 1, 3
 
@@ -167,6 +169,7 @@ class CodeGen:
         arg_types = [self._arg_type(a.type) for a in args]
         fn = ll.Function(self.module, ll.FunctionType(VOID, arg_types), name=self.func.name)
         fn.calling_convention = "spir_kernel"
+        names.adopt(fn)  # llvmlite's naming rules, faster
         self.fn = fn
         self.entry = fn.append_basic_block("entry")  # values cached for the whole kernel live here
         start = fn.append_basic_block("start")
@@ -189,6 +192,7 @@ class CodeGen:
     def text(self) -> str:
         """The module as LLVM IR text. llvmlite joins function metadata with commas, which LLVM's
         parser rejects on definitions; they are space-separated there."""
+        prefill(self.module)  # the common instructions' text, without llvmlite's slow formatting
         return str(self.module).replace(", !reqd_work_group_size", " !reqd_work_group_size")
 
     def _arg_type(self, t):

@@ -156,12 +156,34 @@ def _branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonem
 def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     origin = _origin(cg, d, op)
     (tile,) = op.attrs["tiles"]
-    t = d.type.elem
+    t, et = d.type.elem, mem_type(d.type.elem)
+    b = cg.b
     vals = cg.slots(op.operands[0])
 
     def checked():
-        for v, rel in zip(vals, slot_coords(cg, tile, _zero_origin(tile))):
-            inb, ptr = _element_address(cg, d, _mem_coords(cg, origin, rel, False))
+        """Element by element, each in bounds stored: a row's (column's) bounds test and offset are
+        built once and shared by its slots."""
+        starts = [b.add(o, x) for o, x in zip(origin, lane_base(cg, tile.layout, tile.shape))]
+        strides = [None] * len(starts)
+        parts = {}
+
+        def part(dim, x):
+            hit = parts.get((dim, x))
+            if hit is None:
+                c = b.add(starts[dim], cg.i32(x)) if x else starts[dim]
+                ok = b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, d.shape[dim]))
+                if strides[dim] is None:
+                    strides[dim] = cg.to_i64(d.strides[dim])
+                hit = parts[(dim, x)] = (ok, b.mul(cg.to_i64(c), strides[dim]))
+            return hit
+
+        for v, so in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
+            inb = off = None
+            for dim, x in enumerate(so):
+                ok, term = part(dim, x)
+                inb = ok if inb is None else b.and_(inb, ok)
+                off = term if off is None else b.add(off, term)
+            ptr = cg.gep(d.base, et, off)
             cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
     if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
         return checked()
@@ -588,9 +610,9 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     b = cg.b
     a_cache = {}
-    from_memory = _operand_reader(cg, op.operands[0]) if cg.family == "cpu" and _loaded_as_is(op, 0) else None
+    from_memory = _shared_reader(cg, op, op.operands[0]) if cg.family == "cpu" and _loaded_as_is(op, 0) else None
     if from_memory is not None and tc.layout.lane_data == (1, 1) and _loaded_as_is(op, 1):
-        read_b = _operand_reader(cg, op.operands[1])
+        read_b = _shared_reader(cg, op, op.operands[1])
         if read_b is not None:
             return _dpas_from_memory(cg, op, ta, tb, tc, from_memory, read_b)
 
@@ -618,6 +640,17 @@ def _dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     return [out]
 
 
+def _shared_reader(cg: CodeGen, op: ir.Op, v):
+    """``_operand_reader(cg, v)``, shared by the DPAS ops of one block that read the same tile (the
+    blocks of a subgroup's tile are separate DPAS ops): its row and column parts are built once.
+    Safe for dominance: each op's lowering is single-entry single-exit, so what an op of a block
+    built dominates the ops after it in that block."""
+    key = ("dpas_reader", id(op.parent), v)
+    if key not in cg._cache:
+        cg._cache[key] = _operand_reader(cg, v)
+    return cg._cache[key]
+
+
 def _operand_reader(cg: CodeGen, v):
     """When ``v`` was just loaded through a 2-D descriptor: a function (i, j) -> the element at
     (i, j) of that tile read from memory (bounds-checked: zero outside the tensor; i, j may be LLVM
@@ -639,20 +672,39 @@ def _operand_reader(cg: CodeGen, v):
     r0, c0 = bb.add(origin[0], cg.i32(r_off)), bb.add(origin[1], cg.i32(c_off))
     et = mem_type(t)
     as_i32 = lambda x: cg.i32(x) if isinstance(x, int) else x  # noqa: E731
+    # built once per reader (before the DPAS loop): the clamp bounds and the row stride
+    tops = [bb.select(bb.icmp_signed(">", n, cg.i32(0)), bb.sub(n, cg.i32(1)), cg.i32(0)) for n in d.shape[:2]]
+    stride = cg.to_i64(d.strides[0])
+    bases = (r0, c0)
+    parts = {}  # (dimension, coordinate) -> (in bounds, clamped offset in elements): a row's part is
+    # shared by every element of the row. Coordinates are ints or LLVM values (kept alive by the module)
 
-    def clamp(c, n):
-        top = bb.select(bb.icmp_signed(">", n, cg.i32(0)), bb.sub(n, cg.i32(1)), cg.i32(0))
-        c = bb.select(bb.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
-        return bb.select(bb.icmp_signed(">", c, top), top, c)
+    def part(dim, x):
+        key = (dim, x if isinstance(x, int) else id(x))
+        hit = parts.get(key)
+        if hit is None:
+            c = bb.add(bases[dim], as_i32(x))
+            ok = bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[dim]))
+            c = bb.select(bb.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
+            off = cg.to_i64(bb.select(bb.icmp_signed(">", c, tops[dim]), tops[dim], c))
+            hit = parts[key] = (ok, bb.mul(off, stride) if dim == 0 else off)
+        return hit
 
     def read(i, j):
         if tr:
             i, j = j, i
-        r, c = bb.add(r0, as_i32(i)), bb.add(c0, as_i32(j))
-        ok = bb.and_(bb.and_(bb.icmp_signed(">=", r, cg.i32(0)), bb.icmp_signed("<", r, d.shape[0])),
-                     bb.and_(bb.icmp_signed(">=", c, cg.i32(0)), bb.icmp_signed("<", c, d.shape[1])))
-        off = bb.add(bb.mul(cg.to_i64(clamp(r, d.shape[0])), cg.to_i64(d.strides[0])), cg.to_i64(clamp(c, d.shape[1])))
-        return bb.select(ok, load_elem(cg, cg.gep(d.base, et, off), t), zero(t))
+        (ok_r, off_r), (ok_c, off_c) = part(0, i), part(1, j)
+        return bb.select(bb.and_(ok_r, ok_c), load_elem(cg, cg.gep(d.base, et, bb.add(off_r, off_c)), t), zero(t))
+
+    def prepare(i=None, j=None):
+        """Build the part of row ``i`` / column ``j`` here (before a loop that reads them)."""
+        if tr:
+            i, j = j, i
+        if i is not None:
+            part(0, i)
+        if j is not None:
+            part(1, j)
+    read.prepare = prepare
     read.access = TileAccess(cg, d, [r0, c0], tr)
     return read
 
@@ -671,6 +723,13 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     c_offs = lane_slot_offsets(tc.layout, tc.shape)
     ea, eb, ec = ta.elem, tb.elem, tc.elem
     init = list(cg.slots(op.operands[2])) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
+    # A's row parts and B's column parts do not change with k: built here, before the branch and the
+    # loops, so that they dominate both (and the later DPAS ops of the block that share the readers)
+    col = lane_base(cg, tc.layout, tc.shape)[1]
+    cols_v = {oc: b.add(col, cg.i32(oc)) if oc else col for _, oc in c_offs}
+    for i, oc in c_offs:
+        read_a.prepare(i=i)
+        read_b.prepare(j=cols_v[oc])
 
     def fma(x, y, acc):
         if ec.is_floating:
@@ -678,13 +737,12 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         return b.add(acc, b.mul(x, y))
 
     def checked_step(k, offs):
-        col = lane_base(cg, tc.layout, tc.shape)[1]
         rows, cols = {}, {}
         for i, oc in offs:
             if i not in rows:
                 rows[i] = _widen_operand(cg, read_a(i, k), ea)
             if oc not in cols:
-                cols[oc] = _widen_operand(cg, read_b(k, b.add(col, cg.i32(oc)) if oc else col), eb)
+                cols[oc] = _widen_operand(cg, read_b(k, cols_v[oc]), eb)
         return rows, cols
 
     def fast_step(k, offs):
