@@ -209,3 +209,30 @@ def test_slm_transpose_of_int8_a():
     for target in ("cpu8", "dg2"):   # no 2D block IO: the transposed load stays (element by element)
         other = stages(k_int8_at, target=target, **INT8_AT)
         assert "transpose = [1, 0]" in other["slm-transpose"] and "slm_block" not in other["slm-transpose"]
+
+
+@xk.jit
+def k_bf16_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr):
+    a_desc = xl.make_tensor_descriptor(a_ptr, shape=(M, K), strides=(K, 1), block_shape=(BM, BK))
+    b_desc = xl.make_tensor_descriptor(b_ptr, shape=(K, N), strides=(N, 1), block_shape=(BK, BN))
+    c_desc = xl.make_tensor_descriptor(c_ptr, shape=(M, N), strides=(N, 1), block_shape=(BM, BN))
+    acc = xl.zeros((BM, BN), xl.float32)
+    for k0 in range(0, K, BK):
+        acc = xl.dot(a_desc.load((0, k0)), b_desc.load((k0, 0)), acc)
+    c_desc.store((0, 0), acc)
+
+
+def test_blocking_merges_adjacent_blocks_where_the_target_says_so():
+    """bmg (merge_block2d): side-by-side blocks of one subgroup load in one message, ``block_grid =
+    [rows, cols]`` blocks with one result each (A: 8x16 pairs; B: VNNI 16x16 pairs); pvc keeps one
+    message per block (its raw_sends path wants 128-bit results), as does the CPU."""
+    sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(F32), M=I32, N=I32, K=I32, BM=32, BN=64, BK=32)
+    loads = lambda t: [ln for ln in stages(k_bf16_gemm, target=t, num_subgroups=1, **sig)["inst"].splitlines()  # noqa: E731
+                       if "xegpu.load_nd" in ln]
+    bmg = loads("bmg")
+    assert len(bmg) == 8 and all("block_grid = [1, 2]" in ln and re.search(r"%\d+:2 = ", ln) for ln in bmg), bmg
+    check("\n".join(bmg), r"xegpu.load_nd .*\{block_grid = \[1, 2\]\} : \(!xegpu.tensor_desc<8x16xbf16",
+          r"xegpu.load_nd .*\{block_grid = \[1, 2\], packed = true\} : \(!xegpu.tensor_desc<16x16xbf16")
+    for t in ("pvc", "cpu"):
+        single = loads(t)
+        assert len(single) == 16 and not any("block_grid" in ln for ln in single), (t, single)
