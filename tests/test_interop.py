@@ -91,3 +91,65 @@ def test_host_dlpack_producers_are_copied_in_and_out(rng, interpret):
     ro.setflags(write=False)
     with pytest.raises(LaunchError, match="argument 'out_ptr' is a read-only NumPy array"):
         kernel[(xk.cdiv(n, 256),)](x, b, _HostDLPack(ro), n, 0.5, BLOCK=256)
+
+
+class _OneAPIDLPack:
+    """A dpnp array seen only through DLPack (kDLOneAPI): no __sycl_usm_array_interface__."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kw):
+        return self._a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_oneapi_dlpack_producers_are_zero_copy(rng):
+    import gc
+    import sys
+    q = dev.queue_for(None)
+    n = 1001
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    x = dpnp.asarray(a, sycl_queue=q)
+    out = dpnp.full(n, np.nan, dtype=np.float32, sycl_queue=q)
+    ptr = out.__sycl_usm_array_interface__["data"][0]
+    xo, oo = _OneAPIDLPack(x), _OneAPIDLPack(out)
+    assert xo.__dlpack_device__()[0] == 14 and not hasattr(oo, "__sycl_usm_array_interface__")
+    refs = sys.getrefcount(x.get_array().usm_data), sys.getrefcount(out.get_array().usm_data)
+    launch = scale_add[(xk.cdiv(n, 256),)](xo, b, oo, n, 0.5, BLOCK=256)
+    assert launch.event is not None
+    launch.wait()
+    assert out.__sycl_usm_array_interface__["data"][0] == ptr          # the dpnp array saw the writes
+    np.testing.assert_allclose(dpnp.asnumpy(out), 0.5 * a.astype(np.float64) + b, rtol=1e-6)
+    scale_add[(xk.cdiv(n, 256),)](xo, xo, x, n, 1.0, BLOCK=256).wait()  # in place, read and written
+    np.testing.assert_allclose(dpnp.asnumpy(x), 2.0 * a, rtol=1e-6)
+    xk.synchronize()
+    gc.collect()
+    # each launch's tensors were freed exactly once (their deleters drop the reference they hold)
+    assert (sys.getrefcount(x.get_array().usm_data), sys.getrefcount(out.get_array().usm_data)) == refs
+
+
+def _read_only(a):
+    a.get_array().flags.writable = False
+    return a
+
+
+@pytest.mark.parametrize("make,arg,words", [
+    (lambda q: dpnp.zeros(8, dtype=np.complex64, sycl_queue=q), 0, "DLPack dtype \\(code 5, 64 bits\\)"),
+    (lambda q: dpnp.zeros(16, dtype=np.float32, sycl_queue=q)[::2], 0, "non-contiguous DLPack view"),
+    (lambda q: _read_only(dpnp.zeros(8, dtype=np.float32, sycl_queue=q)), 2, "read-only DLPack tensor")])
+def test_oneapi_dlpack_mistakes_are_refused_clearly(make, arg, words):
+    q = dev.queue_for(None)
+    bad = make(q)
+    out = dpnp.full(8, np.nan, dtype=np.float32, sycl_queue=q)
+    args = [out, out, out]
+    args[arg] = _OneAPIDLPack(bad)
+    with pytest.raises(LaunchError, match=words) as e:
+        scale_add[(1,)](*args, 8, 1.0, BLOCK=8)
+    assert ("x_ptr", "y_ptr", "out_ptr")[arg] in str(e.value)
+    if arg == 2:  # reading a read-only tensor is fine
+        y = np.arange(1, 9, dtype=np.float32)
+        scale_add[(1,)](args[2], dpnp.asarray(y, sycl_queue=q), out, 8, 3.0, BLOCK=8).wait()
+        np.testing.assert_array_equal(dpnp.asnumpy(out), y)   # 3 * 0 + y

@@ -1,7 +1,8 @@
 """Device arrays and how launch arguments become kernel arguments.
 
 Anything with ``__sycl_usm_array_interface__`` (dpnp arrays, dpctl USM memory, ``xk.DeviceArray``)
-is passed zero-copy. NumPy arrays are accepted too: each is copied to the device before the
+is passed zero-copy, and so is a DLPack producer on a oneAPI device (``runtime/dlpack.py`` wraps it).
+NumPy arrays are accepted too: each is copied to the device before the
 launch and back after it (one allocation and two copies per array per launch, and the launch
 waits for the copy back — fine for tests, costly in a loop; use ``xk.to_device`` there).
 """

@@ -28,7 +28,7 @@ from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
 from ..targets import TARGETS, Target, get_target
-from . import arrays, device as dev, extents, writes
+from . import arrays, device as dev, dlpack, extents, writes
 from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
@@ -231,10 +231,11 @@ def _arg_numpy(v, name, queue, copies):
     if not (v.flags.c_contiguous or v.flags.f_contiguous):
         raise LaunchError(f"argument '{name}': a non-contiguous NumPy view cannot be copied to the device "
                           f"as is; pass np.ascontiguousarray(...) or a device array")
-    for c in copies:  # the same array passed twice shares one device copy (else the copy back of the
+    copies_np = [c for c in copies if type(c) is _NumpyCopy]
+    for c in copies_np:  # the same array passed twice shares one device copy (else the copy back of the
         if c.host is v:  # unwritten twin would undo the kernel's writes)
             return c.mem
-    for c in copies:
+    for c in copies_np:
         if np.shares_memory(c.host, v):
             raise LaunchError(f"argument '{name}' overlaps another NumPy argument without being the same "
                               f"array; their device copies could not see each other's writes: pass device "
@@ -252,6 +253,13 @@ def _arg_usm(v, name, queue, copies):
                           f"({queue.sycl_device.name!r}); move it with .to_device() or pass queue=")
     memory = dev.dpctl().memory
     return v if isinstance(v, memory._memory._Memory) else memory.as_usm_memory(v)
+
+
+def _arg_dlpack(v, name, queue, copies):
+    """A oneAPI DLPack tensor: passed like a USM array; ``copies`` takes it so that the launch keeps
+    it (and so its producer's memory) alive until the kernel's event completes."""
+    copies.append(v)
+    return _arg_usm(v, name, queue, copies)
 
 
 def _scalar_arg(ctype, cast):
@@ -273,6 +281,8 @@ def converter(v, irt):
             return _arg_device_array
         if isinstance(v, np.ndarray):
             return _arg_numpy
+        if isinstance(v, dlpack.DLPackArray):
+            return _arg_dlpack
         return _arg_usm
     conv = _SCALAR_ARGS.get(irt.name)
     if conv is None:
@@ -321,7 +331,8 @@ _KDLCPU, _DL_DEVICES = 1, {2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan", 
 def _host_dlpack(params, values: list) -> list:
     """Arrays that only speak DLPack (``__dlpack__``, no ``__sycl_usm_array_interface__``): on the
     host (kDLCPU) they become NumPy views (``np.from_dlpack``), copied in and out like NumPy
-    arrays; on another device they are refused, naming the device."""
+    arrays; on a oneAPI device (kDLOneAPI) they are taken zero-copy (``dlpack.DLPackArray``); on
+    another device they are refused, naming the device."""
     out = None
     for i, v in enumerate(values):
         if type(v) in _PLAIN_ARGS or not hasattr(v, "__dlpack__") or hasattr(v, "__sycl_usm_array_interface__") \
@@ -333,6 +344,11 @@ def _host_dlpack(params, values: list) -> list:
         except Exception as e:
             raise LaunchError(f"argument '{name}': {type(v).__name__} has __dlpack__ but no working "
                               f"__dlpack_device__ ({e})") from None
+        if int(dev_type) == dlpack.KDL_ONEAPI:
+            if out is None:
+                out = list(values)
+            out[i] = dlpack.from_oneapi(v, name, dev_id)
+            continue
         if int(dev_type) != _KDLCPU:
             where = _DL_DEVICES.get(int(dev_type), f"DLPack device type {int(dev_type)}")
             raise LaunchError(f"argument '{name}': {type(v).__name__} lives on {where} (device {dev_id}), not on "
@@ -670,8 +686,14 @@ class JITFunction:
         if ck.extents:
             extents.check(self.__name__, ck.extents, {name: values[i] for i, name, _, _ in runtime})
         kargs = [conv(values[i], name, queue, copies) for i, name, irt, conv in runtime]
-        if copies and ck.writes and not all(c.host.flags.writeable for c in copies):
-            writes.check(self.__name__, ck.writes, {name: values[i] for i, name, _, _ in runtime})
+        held = None
+        if copies:
+            held = [c for c in copies if type(c) is dlpack.DLPackArray]
+            if held:
+                copies = [c for c in copies if type(c) is _NumpyCopy]
+            if ck.writes and not all(not c.read_only if type(c) is dlpack.DLPackArray
+                                     else c.host.flags.writeable for c in held + copies):
+                writes.check(self.__name__, ck.writes, {name: values[i] for i, name, _, _ in runtime})
         wg = ck.workgroup_size
         if len(g) == 1:
             gs, ls = [g[0] * wg], [wg]
@@ -685,6 +707,8 @@ class JITFunction:
             raise LaunchError(f"launching '{self.__name__}' failed: {e}") from None
         if id(queue) not in dev._used_queues:
             dev.note_queue(queue)
+        if held:
+            dlpack.keep_alive(queue, held, event)
         if copies:
             event.wait()
             for c in copies:

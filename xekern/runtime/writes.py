@@ -97,7 +97,8 @@ def written_params(func) -> Dict[str, str]:
 
 
 def check(kernel_name: str, written: Dict[str, str], values: Dict[str, object]) -> None:
-    """Raise LaunchError if a parameter the kernel writes is bound to a read-only NumPy array."""
+    """Raise LaunchError if a parameter the kernel writes is bound to a read-only NumPy array
+    (or a read-only DLPack tensor)."""
     for name, where in written.items():
         v = values.get(name)
         if isinstance(v, np.ndarray) and not v.flags.writeable:
@@ -105,3 +106,7 @@ def check(kernel_name: str, written: Dict[str, str], values: Dict[str, object]) 
                               f"(np.broadcast_to, setflags(write=False) or a read-only buffer), but the kernel "
                               f"stores to it at {where}; its writes could not be copied back: pass a writable "
                               f"array (np.array(x) copies)")
+        if getattr(v, "read_only", False) is True and hasattr(v, "__sycl_usm_array_interface__"):
+            raise LaunchError(f"kernel '{kernel_name}': argument '{name}' is a read-only DLPack tensor (its "
+                              f"producer set DLPACK_FLAG_BITMASK_READ_ONLY), but the kernel stores to it at "
+                              f"{where}; pass a writable array")
