@@ -106,7 +106,15 @@ class _OneAPIDLPack:
         return self._a.__dlpack_device__()
 
 
-def test_oneapi_dlpack_producers_are_zero_copy(rng):
+class _LegacyOneAPIDLPack(_OneAPIDLPack):
+    """The same before DLPack 1.0: ``__dlpack__`` takes no max_version and gives a "dltensor" capsule."""
+
+    def __dlpack__(self, stream=None):
+        return self._a.__dlpack__(stream=stream)
+
+
+@pytest.mark.parametrize("wrap", [_OneAPIDLPack, _LegacyOneAPIDLPack])
+def test_oneapi_dlpack_producers_are_zero_copy(rng, wrap):
     import gc
     import sys
     q = dev.queue_for(None)
@@ -115,7 +123,7 @@ def test_oneapi_dlpack_producers_are_zero_copy(rng):
     x = dpnp.asarray(a, sycl_queue=q)
     out = dpnp.full(n, np.nan, dtype=np.float32, sycl_queue=q)
     ptr = out.__sycl_usm_array_interface__["data"][0]
-    xo, oo = _OneAPIDLPack(x), _OneAPIDLPack(out)
+    xo, oo = wrap(x), wrap(out)
     assert xo.__dlpack_device__()[0] == 14 and not hasattr(oo, "__sycl_usm_array_interface__")
     refs = sys.getrefcount(x.get_array().usm_data), sys.getrefcount(out.get_array().usm_data)
     launch = scale_add[(xk.cdiv(n, 256),)](xo, b, oo, n, 0.5, BLOCK=256)
