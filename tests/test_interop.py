@@ -64,8 +64,8 @@ def test_other_objects_are_refused_clearly(bad, words):
     assert "x_ptr" in str(e.value)
 
 
-class _HostDLPack:
-    """An array seen only through DLPack on the host (kDLCPU), like a CPU torch tensor."""
+class _DLPackOnly:
+    """An array seen only through DLPack: ``__dlpack__`` and ``__dlpack_device__`` of the one it wraps."""
 
     def __init__(self, a):
         self._a = a
@@ -75,6 +75,10 @@ class _HostDLPack:
 
     def __dlpack_device__(self):
         return self._a.__dlpack_device__()
+
+
+class _HostDLPack(_DLPackOnly):
+    """An array seen only through DLPack on the host (kDLCPU), like a CPU torch tensor."""
 
 
 @pytest.mark.parametrize("interpret", [False, True])
@@ -93,17 +97,8 @@ def test_host_dlpack_producers_are_copied_in_and_out(rng, interpret):
         kernel[(xk.cdiv(n, 256),)](x, b, _HostDLPack(ro), n, 0.5, BLOCK=256)
 
 
-class _OneAPIDLPack:
+class _OneAPIDLPack(_DLPackOnly):
     """A dpnp array seen only through DLPack (kDLOneAPI): no __sycl_usm_array_interface__."""
-
-    def __init__(self, a):
-        self._a = a
-
-    def __dlpack__(self, **kw):
-        return self._a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self._a.__dlpack_device__()
 
 
 class _LegacyOneAPIDLPack(_OneAPIDLPack):
