@@ -328,7 +328,7 @@ def _genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int
     ``raw_block2d_bits`` per lane (``_raw_block2d``), else IGC 12504's ``LSC2DBlockRead`` intrinsic
     (HARDWARE.md), which builds the payload again for every message."""
     surf = _surface(cg, d, [y, x] if len(d.shape) == 2 else [x])
-    if vt.count * vt.element.width == cg.target.raw_block2d_bits:
+    if vt.count * vt.element.width == _raw_bits(cg):
         return _raw_block2d(cg, vt, surf, bits, w, h, n, transpose, vnni)
     args = surf[:4] + [x, y, cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(transpose)),
                        ll.Constant(I1, int(vnni))]
@@ -392,6 +392,13 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
 # from its ISA: d16 8x16 0x02400203, d16v 16x16 0x02800283, d32t 0x02408403, prefetch 0x02080203)
 _LSC_LOAD_BLOCK2D, _LSC_VNNI, _LSC_TRANSPOSE, _LSC_L1_L3_CACHED = 0x03, 1 << 7, 1 << 15, 4 << 17
 _LSC_DATA_SIZE = {8: 0, 16: 1, 32: 2, 64: 3}
+
+
+def _raw_bits(cg: CodeGen) -> int:
+    """The target's ``raw_block2d_bits``, for workgroup-level kernels only: ``_payload`` builds the
+    message payload per lane, which is right only when every lane of the subgroup runs the load;
+    workgroup-level control flow is uniform, while a subgroup-level kernel may branch on its lane."""
+    return cg.target.raw_block2d_bits if cg.options.level == "wg" else 0
 
 
 def _split_constant(v) -> Tuple[object, int]:
@@ -509,7 +516,7 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
         return
     h, w = min(h, info.max_height), min(w, info.max_width)
     surf = _surface(cg, d, _origin(cg, d, op))
-    if cg.target.raw_block2d_bits:
+    if _raw_bits(cg):
         _raw_block2d(cg, None, surf, t.bits, w, h, 1, False, False)
         return
     text = (f"lsc_load_block2d.ugm.ca.ca (M1, {cg.target.sg_size}) %null:d{t.bits}.1x{w}x{h}nn "
