@@ -30,3 +30,15 @@ def poisoned(shape, dtype):
 
 CPU_TARGETS = ["cpu", "cpu8"]
 GPU_TARGETS = ["pvc", "dg2"]
+
+
+def c_div(a, b):
+    """C's truncating division and remainder, exactly (Python ints), wrapped to the dtype."""
+    bits = a.dtype.itemsize * 8
+
+    def wrap(v):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >= 1 << (bits - 1) else v
+    q = [wrap(abs(int(x)) // abs(int(y)) * (1 if (x < 0) == (y < 0) else -1)) for x, y in zip(a, b)]
+    r = [wrap(int(x) - int(y) * qq) for x, y, qq in zip(a, b, q)]
+    return np.array(q, a.dtype), np.array(r, a.dtype)

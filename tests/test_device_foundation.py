@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import xekern as xk
-from conftest import CPU_TARGETS, poisoned
+from conftest import CPU_TARGETS, c_div, poisoned
 from kernels import (add_kernel, call_kernel, collatz_steps, int_ops_kernel, layer_norm_fwd, masked_rows_kernel,
                      softmax_kernel)
 
@@ -84,18 +84,6 @@ def test_call_another_jit_function(rng, target):
     out = poisoned(n, np.float32)
     call_kernel[(xk.cdiv(n, 256),)](x, out, n, 0.1, BLOCK=256, target=target)
     np.testing.assert_allclose(out, np.where(x > 0, x, x * np.float32(0.1)) * 3, rtol=1e-6)
-
-
-def c_div(a, b):
-    """C's truncating division and remainder, exactly (Python ints), wrapped to the dtype."""
-    bits = a.dtype.itemsize * 8
-
-    def wrap(v):
-        v &= (1 << bits) - 1
-        return v - (1 << bits) if v >= 1 << (bits - 1) else v
-    q = [wrap(abs(int(x)) // abs(int(y)) * (1 if (x < 0) == (y < 0) else -1)) for x, y in zip(a, b)]
-    r = [wrap(int(x) - int(y) * qq) for x, y, qq in zip(a, b, q)]
-    return np.array(q, a.dtype), np.array(r, a.dtype)
 
 
 @pytest.mark.parametrize("target", CPU_TARGETS)

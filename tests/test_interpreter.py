@@ -15,7 +15,7 @@ import pytest
 
 import xekern as xk
 import xekern.language as xl
-from conftest import poisoned
+from conftest import c_div, poisoned
 from kernels import (add_kernel, call_kernel, collatz_steps, int_ops_kernel, layer_norm_fwd, masked_rows_kernel,
                      softmax_kernel)
 from xekern import interpreter, ir
@@ -141,18 +141,6 @@ def test_call_another_jit_function(rng):
     dev, itp = run_both(call_kernel, (xk.cdiv(n, 256),), [x, poisoned(n, np.float32), n, 0.1], BLOCK=256)
     close(itp[1], np.where(x > 0, x, x * np.float32(0.1)) * 3, 1e-6)
     np.testing.assert_array_equal(itp[1], dev[1])
-
-
-def c_div(a, b):
-    """C's truncating division and remainder, exactly (Python ints), wrapped to the dtype."""
-    bits = a.dtype.itemsize * 8
-
-    def wrap(v):
-        v &= (1 << bits) - 1
-        return v - (1 << bits) if v >= 1 << (bits - 1) else v
-    q = [wrap(abs(int(x)) // abs(int(y)) * (1 if (x < 0) == (y < 0) else -1)) for x, y in zip(a, b)]
-    r = [wrap(int(x) - int(y) * qq) for x, y, qq in zip(a, b, q)]
-    return np.array(q, a.dtype), np.array(r, a.dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32])
