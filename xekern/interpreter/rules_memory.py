@@ -313,23 +313,6 @@ def _create_mem_desc(ctx, op, args):
     return [m]
 
 
-def slm_offsets(t: MemDescType, coords) -> np.ndarray:
-    """Element offsets of logical ``coords`` (one int64 array per dimension) under the matrix's
-    ``@block`` or ``@strides`` layout (the device's ``slm_offset``)."""
-    if t.block is not None:
-        blk = np.int64(0)
-        inner = np.int64(0)
-        for x, s, k in zip(coords, t.shape, t.block):
-            blk = blk * (s // k) + x // k
-            inner = inner * k + x % k
-        return blk * int(np.prod(t.block)) + inner
-    strides = t.strides if t.strides is not None else t.row_major_strides
-    off = np.int64(0)
-    for x, s in zip(coords, strides):
-        off = off + x * s
-    return off
-
-
 def _matrix_elements(ctx, op, m: SlmMatrix, offsets, shape) -> np.ndarray:
     """Element offsets of a ``shape`` tile at ``offsets`` (leading offsets fix outer dimensions)."""
     t = m.type
@@ -345,7 +328,7 @@ def _matrix_elements(ctx, op, m: SlmMatrix, offsets, shape) -> np.ndarray:
         at = tuple(int(c[pos]) for c in coords)
         raise ctx.error(op, f"out-of-bounds access of element {at} of the shared local memory matrix "
                             f"{list(t.shape)} (tile of shape {list(shape)} at offsets {offs})", OutOfBoundsError)
-    idx = np.broadcast_to(slm_offsets(t, coords), shape)
+    idx = np.broadcast_to(np.int64(t.offset(coords)), shape)
     check_bounds(ctx, op, m.buffer, idx, np.ones(shape, bool), "shared local memory access (its @strides "
                                                                "reach past the matrix)")
     return idx

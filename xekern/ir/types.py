@@ -254,6 +254,18 @@ class MemDescType(Type):
     def nbytes(self) -> int:
         return prod(self.shape) * self.elem.itemsize
 
+    def offset(self, coords):
+        """Element offset of logical ``coords`` under the ``@block`` or ``@strides`` layout: ints, or
+        NumPy integer arrays element by element (codegen's ``slm_offset`` builds the same in LLVM IR)."""
+        if self.block is not None:
+            blk = inner = 0
+            for x, s, k in zip(coords, self.shape, self.block):
+                blk = blk * (s // k) + x // k
+                inner = inner * k + x % k
+            return blk * prod(self.block) + inner
+        strides = self.strides if self.strides is not None else self.row_major_strides
+        return sum((x * s for x, s in zip(coords, strides)), 0)
+
 
 @dataclass(frozen=True)
 class PrivateArrayType(Type):

@@ -226,18 +226,6 @@ def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> Lis
     return [cg.gep(m.ptr, et, cg.to_i64(slm_offset(cg, m.type, offsets[:lead] + c), False)) for c in coords]
 
 
-def slm_offset_static(m: MemDescType, coords) -> int:
-    """``slm_offset`` of constant coordinates (Python ints)."""
-    if m.block is not None:
-        nblk = [s // k for s, k in zip(m.shape, m.block)]
-        blk = inner = 0
-        for x, k, n in zip(coords, m.block, nblk):
-            blk, inner = blk * n + x // k, inner * k + x % k
-        return blk * math.prod(m.block) + inner
-    strides = m.strides if m.strides is not None else m.row_major_strides
-    return sum(x * s for x, s in zip(coords, strides))
-
-
 def _origin_multiple(m: MemDescType, offsets) -> int:
     """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
     when the blocked layout's offset is not linear there (an origin inside a block)."""
@@ -265,7 +253,7 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
         why = "a scalar is not a sub-group block"
     else:
         lead = len(offsets) - tile.rank
-        rel = block_io.lane_offsets(tile, sg, lambda c: slm_offset_static(m, (0,) * lead + c))
+        rel = block_io.lane_offsets(tile, sg, lambda c: m.offset((0,) * lead + c))
         runs, g = block_io.plan(rel, sg, m.elem.bits), 1
         for wide in (2, 4):  # sub-32-bit slots that lanes hold in pairs / quads: one wider element each
             if runs is None and m.elem.bits * wide <= 32 and not m.elem.is_bool:
@@ -345,7 +333,7 @@ def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile, max_bytes: int):
     if tile is None or m.elem.is_bool or m.elem.bits > 32:
         return None
     lead = len(offsets) - tile.rank
-    rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: slm_offset_static(m, (0,) * lead + c))
+    rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: m.offset((0,) * lead + c))
     origin = _origin_multiple(m, offsets) * m.elem.itemsize
     if rel is None or origin == 0:
         return None
