@@ -121,6 +121,15 @@ def dtype_of(npdt, name: str) -> T.DType:
     return d
 
 
+def c_strides(shape) -> Tuple[int, ...]:
+    """Row-major (C) strides in elements of ``shape`` (empty dimensions count as 1)."""
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(out))
+
+
 def usm_info(obj, name: str) -> Tuple[int, T.DType, object, tuple, tuple]:
     """(pointer, dtype, syclobj, shape, strides in elements) of a USM array argument."""
     try:
@@ -134,11 +143,7 @@ def usm_info(obj, name: str) -> Tuple[int, T.DType, object, tuple, tuple]:
     shape = tuple(iface.get("shape") or ())
     strides = iface.get("strides")
     if strides is None:
-        strides, acc = [], 1
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= max(s, 1)
-        strides = tuple(reversed(strides))
+        strides = c_strides(shape)
     return ptr, dtype_of(dt, name), iface.get("syclobj"), shape, tuple(strides)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from . import device as dev
+from .arrays import c_strides
 
 KDL_ONEAPI = 14
 _FLAG_READ_ONLY = 1
@@ -85,19 +86,11 @@ def _npdtype(dt: _DLDataType, name: str, what: str) -> np.dtype:
     return np.dtype(f"{kind}{dt.bits // 8}") if kind != "b" else np.dtype(np.bool_)
 
 
-def _c_strides(shape):
-    out, acc = [], 1
-    for s in reversed(shape):
-        out.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(out))
-
-
 def _dense(shape, strides) -> bool:
     """C- or Fortran-contiguous (the rule for NumPy arguments); size-1 dimensions may have any stride."""
     keep = [(s, st) for s, st in zip(shape, strides) if s != 1]
     sh, st = [s for s, _ in keep], [t for _, t in keep]
-    return st == list(_c_strides(sh)) or st[::-1] == list(_c_strides(sh[::-1]))
+    return st == list(c_strides(sh)) or st[::-1] == list(c_strides(sh[::-1]))
 
 
 class DLPackArray:
@@ -186,7 +179,7 @@ def from_oneapi(v, name: str, dev_id: int) -> DLPackArray:
                           f"({t.device.device_type}, {t.device.device_id}), but __dlpack_device__() said "
                           f"(14, {int(dev_id)})")
     shape = tuple(int(t.shape[i]) for i in range(t.ndim))
-    strides = tuple(int(t.strides[i]) for i in range(t.ndim)) if t.strides else _c_strides(shape)
+    strides = tuple(int(t.strides[i]) for i in range(t.ndim)) if t.strides else c_strides(shape)
     arr.dtype = _npdtype(t.dtype, name, what)
     arr.shape, arr.strides = shape, strides
     arr.ptr = (t.data or 0) + int(t.byte_offset)
