@@ -58,11 +58,7 @@ class DeviceArray:
 
     @staticmethod
     def _c_strides(shape, itemsize):
-        out, acc = [], itemsize
-        for s in reversed(shape):
-            out.append(acc)
-            acc *= max(s, 1)
-        return tuple(reversed(out))
+        return tuple(st * itemsize for st in c_strides(shape))
 
     @property
     def __sycl_usm_array_interface__(self):

@@ -15,7 +15,7 @@ Two implementations share one meaning, the slot order of ``layout.lane_slot_offs
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from llvmlite import ir as ll
 
@@ -483,9 +483,7 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     """``lsc_store_block2d`` in chunks of rows whose per-lane data is 128 bits (inline-asm operands
     must be scalars or 128-bit vectors); store blocks are 16 elements wide, 1..8 rows."""
     t = d.type.elem
-    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
-    if w != cg.target.sg_size or h > 8:
-        raise PassError(f"codegen: 2D block stores are {cg.target.sg_size} wide and at most 8 rows, got {h}x{w}", op)
+    h, w = store_shape(cg, op, d)
     vals = cg.slots(op.operands[0])
     rows = max(1, min(h, 128 // t.bits))
     surf = _surface(cg, d, _origin(cg, d, op))
@@ -507,14 +505,31 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
         _inline_asm(cg, text, surf[:5] + [y, data], "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u,rw")
 
 
-def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
-    t = d.type.elem
+def prefetch_shape(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> Optional[Tuple[int, int]]:
+    """(rows, columns) of a prefetch's 2D block message: its subgroup block, cut to the target's
+    largest block for the element type; None when the target has no 2D block for it."""
     shape = op.attrs.get("block") or d.type.shape
     h, w = (shape if len(shape) == 2 else (1, shape[0]))
-    info = cg.target.block2d_for(t)
+    info = cg.target.block2d_for(d.type.elem)
     if info is None:
+        return None
+    return min(h, info.max_height), min(w, info.max_width)
+
+
+def store_shape(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> Tuple[int, int]:
+    """(rows, columns) of a 2D block store, which is sub-group wide and 1..8 rows."""
+    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    if w != cg.target.sg_size or h > 8:
+        raise PassError(f"codegen: 2D block stores are {cg.target.sg_size} wide and at most 8 rows, got {h}x{w}", op)
+    return h, w
+
+
+def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
+    t = d.type.elem
+    hw = prefetch_shape(cg, op, d)
+    if hw is None:
         return
-    h, w = min(h, info.max_height), min(w, info.max_width)
+    h, w = hw
     surf = _surface(cg, d, _origin(cg, d, op))
     if _raw_bits(cg):
         _raw_block2d(cg, None, surf, t.bits, w, h, 1, False, False)

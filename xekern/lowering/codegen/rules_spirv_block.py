@@ -34,7 +34,7 @@ from ..rewrite import PassError
 from .core import CodeGen, NdDesc, lazy_slots, rule
 from .ocl import F32, I32, mangle_args
 from .rules_block import (_block2d, _block_fits, _dpas_emulated, _load_block2d, _load_elementwise, _origin, _pack,
-                          _store_elementwise, region)
+                          _store_elementwise, prefetch_shape, region, store_shape)
 from .rules_memory import zero
 
 TABLE = "spirv_ext"
@@ -103,9 +103,7 @@ def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
         _store_elementwise(cg, op, d)
         return []
     t = d.type.elem
-    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
-    if w != cg.target.sg_size or h > 8:
-        raise PassError(f"codegen: 2D block stores are {cg.target.sg_size} wide and at most 8 rows, got {h}x{w}", op)
+    h, w = store_shape(cg, op, d)
     b = cg.b
     it = ll.IntType(t.bits)
     vals = [v if v.type == it else b.bitcast(v, it) for v in cg.slots(op.operands[0])]
@@ -127,15 +125,12 @@ def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
     if not _block2d(cg):
         return []
     d: NdDesc = cg.get(op.tdesc)
-    t = d.type.elem
-    info = cg.target.block2d_for(t)
-    if info is None:
+    hw = prefetch_shape(cg, op, d)
+    if hw is None:
         return []
-    shape = op.attrs.get("block") or d.type.shape
-    h, w = (shape if len(shape) == 2 else (1, shape[0]))
-    h, w = min(h, info.max_height), min(w, info.max_width)
+    h, w = hw
     _, _, _, x, y = region(cg, d, _origin(cg, d, op))
-    cg.call(PREFETCH, ll.VoidType(), _args(cg, d, x, y, t.itemsize, w, h, 1), convergent=True)
+    cg.call(PREFETCH, ll.VoidType(), _args(cg, d, x, y, d.type.elem.itemsize, w, h, 1), convergent=True)
     cg.extensions.add(EXTENSIONS[0])
     return []
 
