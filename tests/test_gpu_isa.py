@@ -9,17 +9,16 @@ import xekern as xk
 import xekern.language as xl
 from test_tiles_device import (atomics_kernel, colsum_kernel, convert_and_transpose, copy_blocks, gemm_desc,
                                nbarrier_exchange, row_sums_advance, slm_block_io)
-from xekern.tools.isa import compile_isa, spirv_validate
+from xekern.tools.isa import compile_isa
+from xekern.tools.spirv import validate
 
 P, I32 = xk.pointer, xl.int32
 
 
 def isa(kernel, sig, target, **kw):
     c = kernel.compile_offline(sig, target=target, **kw)
-    ok, msg = spirv_validate(c.spirv)
-    uses_asm = "SPV_INTEL_inline_assembly" in c.asm["spirv"]
-    # LLVM 22 writes OpAsmTargetINTEL without its result type, which spirv-val rejects (IGC accepts it)
-    assert ok or (uses_asm and "OpAsmTargetINTEL" in msg), msg
+    # spirv-val 2023.1 misreads OpAsmTargetINTEL: the module is validated without the inline vISA
+    assert validate(c.spirv) == []
     r = compile_isa(c.spirv, c.name, target)
     assert r.counts.calls == 0, "an unresolved builtin became a call:\n" + r.summary()
     return r
@@ -39,8 +38,8 @@ GEMMS = [("pvc", xl.bfloat16, xl.float32), ("pvc", xl.float16, xl.float32), ("pv
 def test_dot_is_dpas(target, ab, c):
     r = isa(gemm_desc, gemm_sig(ab, c), target)
     assert r.counts.dpas_shapes.get("dpas.8x8", 0) >= 4, r.summary()
-    if target == "pvc":
-        assert r.counts.load_block2d >= 2 and r.counts.store_block2d >= 1, r.summary()
+    if target == "pvc":  # (B's blocks may share one message: merge_block2d)
+        assert r.counts.load_block2d >= 1 and r.counts.store_block2d >= 1, r.summary()
 
 
 def test_block_loads_stores_and_transposed_loads():

@@ -223,16 +223,18 @@ def k_bf16_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr
 
 
 def test_blocking_merges_adjacent_blocks_where_the_target_says_so():
-    """bmg (merge_block2d): side-by-side blocks of one subgroup load in one message, ``block_grid =
-    [rows, cols]`` blocks with one result each (A: 8x16 pairs; B: VNNI 16x16 pairs); pvc keeps one
-    message per block (its raw_sends path wants 128-bit results), as does the CPU."""
+    """bmg and pvc (merge_block2d): adjacent blocks of one subgroup load in one message of at most 16
+    dwords per lane, ``block_grid = [rows, cols]`` blocks with one result each (A 32x32: two messages
+    of 2x2 blocks of 8x16; B 32x64 VNNI: four of 1x2 blocks of 16x16); the CPU keeps one per block."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(F32), M=I32, N=I32, K=I32, BM=32, BN=64, BK=32)
     loads = lambda t: [ln for ln in stages(k_bf16_gemm, target=t, num_subgroups=1, **sig)["inst"].splitlines()  # noqa: E731
                        if "xegpu.load_nd" in ln]
-    bmg = loads("bmg")
-    assert len(bmg) == 8 and all("block_grid = [1, 2]" in ln and re.search(r"%\d+:2 = ", ln) for ln in bmg), bmg
-    check("\n".join(bmg), r"xegpu.load_nd .*\{block_grid = \[1, 2\]\} : \(!xegpu.tensor_desc<8x16xbf16",
-          r"xegpu.load_nd .*\{block_grid = \[1, 2\], packed = true\} : \(!xegpu.tensor_desc<16x16xbf16")
-    for t in ("pvc", "cpu"):
-        single = loads(t)
-        assert len(single) == 16 and not any("block_grid" in ln for ln in single), (t, single)
+    for t in ("bmg", "pvc"):
+        merged = loads(t)
+        a = [ln for ln in merged if "block_grid = [2, 2]}" in ln and re.search(r"%\d+:4 = ", ln)]
+        b = [ln for ln in merged if "block_grid = [1, 2], packed = true" in ln and re.search(r"%\d+:2 = ", ln)]
+        assert len(merged) == 6 and len(a) == 2 and len(b) == 4, (t, merged)
+        check("\n".join(merged), r"xegpu.load_nd .*\{block_grid = \[2, 2\]\} : \(!xegpu.tensor_desc<8x16xbf16",
+              r"xegpu.load_nd .*\{block_grid = \[1, 2\], packed = true\} : \(!xegpu.tensor_desc<16x16xbf16")
+    single = loads("cpu")
+    assert len(single) == 16 and not any("block_grid" in ln for ln in single), single

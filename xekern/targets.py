@@ -93,13 +93,14 @@ class Target:
     # of rows instead of spilling accumulators every step
     fma_dot_slots: int = 24
     # merge adjacent instruction blocks into one 2D block message (blocking's array_length / stacked
-    # blocks). Off for pvc: IGC 12504 copies every sub-block out of a merged read, which cost more
-    # than the message it saves (flagship bf16 GEMM K-loop: 227 instructions merged, 153 not)
+    # blocks, at most 16 dwords per lane). On pvc the pieces are used in place by inline-vISA DPAS
+    # (codegen/visa_dpas.py); IGC 12504's own DPAS builtin would copy each one out first.
     merge_block2d: bool = False
-    # 2D block loads whose per-lane result is exactly this many bits, and 2D block prefetches, are
-    # sent as inline vISA ``raw_sends`` from a message payload built once outside loops (only x and y
-    # are written per message). IGC 12504 rebuilds the whole payload (6 movs) for every
-    # LSC2DBlockRead; LLVM's SPIR-V backend allows inline-asm results of at most 128 bits. 0: off.
+    # 2D block loads of at most this many bits per lane, and 2D block prefetches, are sent as inline
+    # vISA ``raw_sends`` from a message payload built once outside loops (carried through a K loop
+    # as a recurrence: one add per message and iteration). IGC 12504 rebuilds the whole payload
+    # (6 movs) for every LSC2DBlockRead. Inline vISA goes through placeholder calls
+    # (lowering/spirv_asm.py), as LLVM's own inline asm stops at 128 bits. 0: off.
     raw_block2d_bits: int = 0
     # private memory per work item (``xl.alloc_private``, seed 003's ``private(...)`` attribution).
     # IGC's limit, not a measured one: Platform::maxPerThreadScratchSpace is 256 KiB of scratch per
@@ -206,7 +207,7 @@ PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
-    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=128,
+    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=512, merge_block2d=True,
     private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide

@@ -57,12 +57,10 @@ class Blocking(Splitter):
         lanes = self.target.sg_size
         bits = t.elem.bits
 
-        # components of the payload in their natural type: one row's share per lane, or VNNI dwords
-        natural = 32 if op.attrs.get("packed") or bits >= 32 else bits * t.layout.lane_data[-1]
 
-        def fits(v, a):  # at most 16 components: LLVM's SPIR-V backend and spirv-val cap vectors there
+        def fits(v, a):  # at most 16 dwords per lane: LLVM's SPIR-V backend and spirv-val cap vectors at 16
             return (v * h <= info.max_height and a <= info.max_array and a * w <= info.max_width_x_array
-                    and v * h * a * w * bits // (lanes * natural) <= 16 and gr % v == 0 and gc % a == 0)
+                    and v * h * a * w * bits <= 16 * 32 * lanes and gr % v == 0 and gc % a == 0)
         v, a = max(((v, a) for v in (1, 2, 4, 8) for a in (1, 2, 4) if fits(v, a)), key=lambda x: (x[0] * x[1], x[1]),
                    default=(1, 1))
         if v * a == 1:

@@ -22,6 +22,7 @@ from ..targets import Target
 from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, slm_transpose, wg_to_sg
 from .grf import choose_grf_mode
+from .spirv_asm import lower_asm_calls
 from . import llvm as llvm_stage
 from .codegen import (rules_arith, rules_block, rules_debug, rules_memory, rules_private,  # noqa: F401
                       rules_spirv_block)  # (they register their rules)
@@ -243,6 +244,7 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     except llvm_stage.LLVMError as e:
         raise CompilationError(f"LLVM could not compile kernel '{func.name}' for {options.target.name}: {e}\n"
                                f"(this is a bug in xekern's codegen; please report it with the kernel)") from None
+    spirv = lower_asm_calls(spirv)
     timings["llvm"] = time.perf_counter() - t0
     asm["llir"] = lambda: llvm_stage.optimized_llir(llir, opt_level)  # printed when asked for (another LLVM run)
     asm["llir_unoptimized"] = llir

@@ -20,6 +20,7 @@ from ..rewrite import PassError
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
 from . import names
 from .text import prefill
+from ..spirv_asm import asm_name
 
 GLOBAL, LOCAL = 1, 3
 
@@ -61,14 +62,19 @@ class VecSlots(list):
     (the next DPAS, a loop phi) take ``vec`` as is instead of re-packing the slots.
 
     With ``extract`` (a function slot -> LLVM value, run right after ``vec`` is defined) the slots
-    are made only when something asks for them: a vector consumed whole costs no extractions."""
+    are made only when something asks for them: a vector consumed whole costs no extractions.
 
-    def __init__(self, slots, vec, per: int = 1, extract=None, builder=None):
+    ``message`` is ``(whole, byte_offset)`` when ``vec`` is a piece of a larger block-read result
+    ``whole`` (a vISA variable): inline vISA can then name the piece in place, without the copy a
+    vector extraction costs."""
+
+    def __init__(self, slots, vec, per: int = 1, extract=None, builder=None, message=None):
         super().__init__(slots)
         self.vec = vec
         self.per = per
         self._extract = extract
         self._builder = builder
+        self.message = message
 
     def _get(self, i):
         v = list.__getitem__(self, i)
@@ -160,6 +166,8 @@ class CodeGen:
         for table in tables(options, family):
             self.rules.update(TARGET_RULES.get(table, {}))
         self._cache: Dict[tuple, object] = {}
+        self._asm: Dict[tuple, ll.Function] = {}
+        self.loops: List = []  # recurrence.Loop of each counted loop being emitted, innermost last
         from .rules_block import fused_loads
         self.fused = fused_loads(func, family)
 
@@ -246,13 +254,31 @@ class CodeGen:
     def call(self, name, ret, args, convergent=False):
         return self.ocl.call(self.b, name, ret, args, convergent)
 
+    def asm(self, ret: ll.Type, text: str, constraints: str, args: List):
+        """Inline vISA ``text``: a call of a placeholder declaration that ``spirv_asm.lower_asm_calls``
+        turns into ``OpAsmCallINTEL`` (LLVM's own inline asm is limited to 128-bit operands)."""
+        fty = ll.FunctionType(ret, [a.type for a in args])
+        key = (text, constraints, str(fty))
+        fn = self._asm.get(key)
+        if fn is None:
+            fn = ll.Function(self.module, fty, name=asm_name(len(self._asm), text, constraints))
+            fn.attributes.add("convergent")
+            fn.attributes.add("nounwind")
+            self._asm[key] = fn
+        return self.b.call(fn, args)
+
     # ---- ids (cached in the entry block) ------------------------------------------------------------
     def cached(self, key, make):
         """``make()``'s value, built once in the entry block so it dominates every use."""
         v = self._cache.get(key)
         if v is None:
-            with self.b.goto_block(self.entry):
+            b = self.b
+            block, anchor = b.block, b._anchor
+            with b.goto_block(self.entry):
                 v = self._cache[key] = make()
+            if block is not self.entry:  # (goto_block returns to the end of the block, past a terminator)
+                b.position_at_end(block)
+                b._anchor = anchor
         return v
 
     def lane_id(self):

@@ -10,6 +10,8 @@ from ... import ir
 from ...ir import types as T
 from ...ir.types import DType, VectorType, elem_of
 from ..rewrite import PassError
+from .recurrence import Loop
+from .visa_dpas import loop_accumulators
 from .core import CodeGen, VecSlots, f32_to_bf16_bits, ll_type, rule
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, mangle_scalar
 
@@ -418,8 +420,7 @@ def _compile_hint_gpu(cg: CodeGen, op):
     ``a = load; a = a*a+1; hint; b = load`` keeps the multiply before the second load's messages,
     which IGC otherwise issues together with the first ones. It has no operands, so IGC's
     dropping of statements with unprovably-uniform operands (``rules_block._inline_asm``) cannot hit it."""
-    cg.extensions.add("SPV_INTEL_inline_assembly")
-    cg.b.call(ll.InlineAsm(ll.FunctionType(ll.VoidType(), []), "fence_sw", "", side_effect=True), [])
+    cg.asm(ll.VoidType(), "fence_sw", "", [])
     return []
 
 
@@ -501,9 +502,17 @@ def _phis(cg: CodeGen, flat: List, incoming_block) -> List:
 
 @rule(ir.ForOp)
 def _for(cg: CodeGen, op: ir.ForOp):
+    """A header-tested loop (IGC rotates it; a loop LLVM-rotated here spills on dg2). DPAS
+    accumulators that ``loop_accumulators`` keeps in vISA registers are set before it and read
+    after it instead of being carried by phis."""
     b = cg.b
     lb, ub, step = (cg.get(v) for v in op.operands[:3])
-    inits = [cg.get(v) for v in op.inits]
+    regs = loop_accumulators(cg, op)  # DPAS accumulators in vISA registers: not carried by phis
+    everything = [cg.get(v) for v in op.inits]
+    for i, reg in regs.items():
+        reg.define(cg, everything[i])
+    phied = [i for i in range(len(everything)) if i not in regs]
+    inits = [everything[i] for i in phied]
     init_flat = _flat_like(cg, inits, inits)
     pre = b.block
     header = cg.fn.append_basic_block("for.header")
@@ -519,18 +528,25 @@ def _for(cg: CodeGen, op: ir.ForOp):
     b.cbranch(cond, body, exit_)
     b.position_at_end(body)
     cg.values[op.iv] = iv
-    for a, v in zip(op.iter_args, _shape_like(cg, inits, carried)):
-        cg.values[a] = v
+    loop = Loop(iv, lb, step, pre, header, cg.fn.blocks.index(header))
+    cg.loops.append(loop)
+    for i, v in zip(phied, _shape_like(cg, inits, carried)):
+        cg.values[op.iter_args[i]] = v
+    for i, reg in regs.items():
+        cg.values[op.iter_args[i]] = reg
     cg.block(op.body)  # ends with scf.yield, which records the yielded values
-    ys = _flat_like(cg, inits, cg.yielded)
+    ys = _flat_like(cg, inits, [cg.yielded[i] for i in phied])
     nxt = b.add(iv, step)
     latch = b.block
     b.branch(header)
     iv.add_incoming(nxt, latch)
     for p, y in zip(carried, ys):
         p.add_incoming(y, latch)
+    cg.loops.pop().close(latch)
     b.position_at_end(exit_)
-    return _shape_like(cg, inits, carried)
+    results = dict(zip(phied, _shape_like(cg, inits, carried)))
+    results.update({i: reg.read(cg) for i, reg in regs.items()})
+    return [results[i] for i in range(len(everything))]
 
 
 @rule(ir.YieldOp, ir.ConditionOp)

@@ -23,7 +23,9 @@ from ... import ir
 from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
+from ..spirv_asm import is_asm
 from .core import CodeGen, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
+from .recurrence import affine, at_entry, step_of, whole_step
 from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
@@ -327,9 +329,10 @@ def _genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int
     """One 2D block read message: inline vISA from a payload built once when the result is
     ``raw_block2d_bits`` per lane (``_raw_block2d``), else IGC 12504's ``LSC2DBlockRead`` intrinsic
     (HARDWARE.md), which builds the payload again for every message."""
-    surf = _surface(cg, d, [y, x] if len(d.shape) == 2 else [x])
-    if vt.count * vt.element.width == _raw_bits(cg):
-        return _raw_block2d(cg, vt, surf, bits, w, h, n, transpose, vnni)
+    origin = [y, x] if len(d.shape) == 2 else [x]
+    if vt.count * vt.element.width <= _raw_bits(cg):
+        return _raw_block2d(cg, vt, d, origin, bits, w, h, n, transpose, vnni)
+    surf = _surface(cg, d, origin)
     args = surf[:4] + [x, y, cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(transpose)),
                        ll.Constant(I1, int(vnni))]
     return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)
@@ -383,7 +386,10 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
                                                     list(range(k * t.bits // word, (k + m) * t.bits // word))))
         if word != natural:  # back to the block's own element vector (a free reinterpretation)
             part = cg.b.bitcast(part, ll.VectorType(ll.IntType(natural), m * t.bits // natural))
-        out.append(_unpacked(cg, part, m, t))
+        slots = _unpacked(cg, part, m, t)
+        if is_asm(vec):  # element-major per lane: slot k starts k * bits * lanes / 8 bytes in
+            slots.message = (vec, k * t.bits * cg.target.sg_size // 8)
+        out.append(slots)
         k += m
     return out
 
@@ -435,22 +441,44 @@ def _payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
     return cur
 
 
-def _raw_block2d(cg: CodeGen, vt, surf: List, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
-    """A 2D block read into ``vt`` (a 128-bit vector per lane: the largest inline-asm result LLVM's
-    SPIR-V backend takes), or a prefetch (``vt`` None), as one inline vISA ``raw_sends`` of the
-    payload ``_payload`` builds (2 instructions per message in a K loop instead of IGC's 7)."""
+def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int):
+    """``_payload`` of a message at ``origin``; in a counted loop whose induction variable moves the
+    origin by a whole number of elements per iteration (a K loop), a recurrence built before the
+    loop that costs one add per iteration (``recurrence.py``), else built where the message is."""
+    loop, fn = (cg.loops[-1] if cg.loops else None), cg.fn
+    if loop is not None and all(loop.invariant(fn, f) for f in [d.base, *d.shape, *d.strides]):
+        fields = dict(zip((6, 5) if len(origin) == 2 else (5,), [affine(fn, loop, c) for c in origin]))
+        if None not in fields.values() and any(fields.values()) and \
+                all(whole_step(loop, c) for c in fields.values()):
+            def first():
+                memo = {}
+                return _payload(cg, _surface(cg, d, [at_entry(cg.b, fn, loop, c, memo) for c in origin]), w, h, n)
+
+            def delta():  # x is payload dword 5, y dword 6
+                lane, total = cg.lane_id(), cg.i32(0)
+                for i, c in fields.items():
+                    if c:
+                        total = cg.b.add(total, cg.b.select(cg.b.icmp_unsigned("==", lane, cg.i32(i)),
+                                                            step_of(cg.b, loop, c), cg.i32(0)))
+                return total
+            return loop.recurrence(cg.b, first, delta)
+    return _payload(cg, _surface(cg, d, origin), w, h, n)
+
+
+def _raw_block2d(cg: CodeGen, vt, d: NdDesc, origin: List, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
+    """A 2D block read into ``vt`` (at most ``raw_block2d_bits`` per lane), or a prefetch (``vt``
+    None), as one inline vISA ``raw_sends`` of the payload ``_message_payload`` builds (2
+    instructions per message in a K loop instead of IGC's 7)."""
     lanes = cg.target.sg_size
     grfs = 0 if vt is None else vt.count * vt.element.width // 8 * lanes // cg.target.grf_bytes
     desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
             | (_LSC_L1_L3_CACHED if vt is None else 0) | grfs << 20 | 1 << 25)
-    payload = _payload(cg, surf, w, h, n)
-    cg.extensions.add("SPV_INTEL_inline_assembly")
+    payload = _message_payload(cg, d, origin, w, h, n)
     if vt is None:
         text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $0.0 %null.0 %null.0"
-        fty = ll.FunctionType(ll.VoidType(), [I32])
-        return cg.b.call(ll.InlineAsm(fty, text, "rw", side_effect=True), [payload])
+        return cg.asm(ll.VoidType(), text, "rw", [payload])
     text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $1.0 %null.0 $0.0"
-    return cg.b.call(ll.InlineAsm(ll.FunctionType(vt, [I32]), text, "=rw,rw", side_effect=True), [payload])
+    return cg.asm(vt, text, "=rw,rw", [payload])
 
 
 def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile, read=_genisa_read) -> List:
@@ -474,9 +502,7 @@ def _inline_asm(cg: CodeGen, text: str, args: List, constraints: str) -> None:
     when the value already was."""
     args = [sub_group_shuffle(cg, "idx", a, cg.i32(0)) if c == "rw.u" and isinstance(a.type, ll.IntType) else a
             for a, c in zip(args, constraints.split(","))]
-    fty = ll.FunctionType(ll.VoidType(), [a.type for a in args])
-    cg.extensions.add("SPV_INTEL_inline_assembly")
-    cg.b.call(ll.InlineAsm(fty, text, constraints, side_effect=True), args)
+    cg.asm(ll.VoidType(), text, constraints, args)
 
 
 def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
@@ -530,10 +556,11 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     if hw is None:
         return
     h, w = hw
-    surf = _surface(cg, d, _origin(cg, d, op))
+    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
     if _raw_bits(cg):
-        _raw_block2d(cg, None, surf, t.bits, w, h, 1, False, False)
+        _raw_block2d(cg, None, d, [y, x] if len(d.shape) == 2 else [x], t.bits, w, h, 1, False, False)
         return
+    surf = _surface(cg, d, _origin(cg, d, op))
     text = (f"lsc_load_block2d.ugm.ca.ca (M1, {cg.target.sg_size}) %null:d{t.bits}.1x{w}x{h}nn "
             f"flat[$0,$1,$2,$3,$4,$5]")
     _inline_asm(cg, text, surf, "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
@@ -911,6 +938,9 @@ def _dpas_builtin(cg: CodeGen, op: ir.DpasOp):
 @rule(ir.DpasOp)
 def _dpas(cg: CodeGen, op: ir.DpasOp):
     if cg.family == "gpu" and cg.target.has_dpas:
+        from .visa_dpas import dpas_visa, visa_dpas
+        if visa_dpas(cg, op):
+            return dpas_visa(cg, op)
         return _dpas_builtin(cg, op)
     return _dpas_emulated(cg, op)
 

@@ -1,0 +1,147 @@
+"""DPAS as inline vISA on targets with the raw 2D-block-read path (pvc, workgroup-level kernels).
+
+IGC 12504's DPAS builtin wants each operand as a vector of its own. Two things then cost moves:
+
+* a piece of a merged 2D block read (one message for several DPAS operands) is copied out into a
+  register range of its own, 8 moves per 16x16 operand;
+* IGC's scalarizer splits the K loop's accumulator phis into one register per row, and copies a
+  DPAS result into them, 8 moves per DPAS chain and K step.
+
+So DPAS is written as inline vISA (``dpas.bf.bf.8.8 ...``): A and B are named inside the block read
+they came from (``VecSlots.message``), and a K loop's accumulators that are only carried from one
+DPAS chain to the next live in named vISA registers for the whole loop (``loop_accumulators``):
+set before the loop, read once after it, never a phi.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir.layout import lane_slot_offsets
+from .core import CodeGen, lazy_slots
+
+# vISA's operand precisions (IGC 12504's own DPAS, read back from its vISA dumps)
+PRECISION = {"bf16": "bf", "f16": "hf", "i8": "s8", "ui8": "u8"}
+
+
+def visa_dpas(cg: CodeGen, op: ir.DpasOp) -> bool:
+    """Whether this DPAS is written as inline vISA: the IGC-builtin table is in use (not the SPIR-V
+    ops table, ``rules_spirv_block``), pvc's raw block-read path is on (workgroup-level kernels,
+    ``rules_block._raw_bits``) and vISA has the operand type's precision."""
+    from .rules_block import _dpas, _raw_bits
+    return cg.rules.get(ir.DpasOp) is _dpas and bool(_raw_bits(cg)) and op.attrs["tiles"][0].elem.name in PRECISION
+
+
+@dataclass
+class Accumulator:
+    """A DPAS accumulator tile held in the named vISA register ``name`` through a K loop."""
+
+    name: str
+    type: ll.VectorType          # one lane's share: rows of the tile x f32 or i32
+
+    @property
+    def visa_type(self) -> str:
+        return "f" if isinstance(self.type.element, ll.FloatType) else "d"
+
+    def grfs(self, cg: CodeGen) -> int:
+        return self.type.count * 4 * cg.target.sg_size // cg.target.grf_bytes
+
+    def define(self, cg: CodeGen, init: List) -> None:
+        """Declare the register and set it to ``init`` (the loop's initial slots)."""
+        lanes = cg.target.sg_size
+        decl = (f".decl {self.name} v_type=G type={self.visa_type} num_elts={self.type.count * lanes} "
+                f"align=wordx32")
+        per_grf = cg.target.grf_bytes // 4 // lanes  # rows per register
+        if all(isinstance(x, ll.Constant) and not x.constant for x in init):
+            movs = [f"mov (M1, {lanes}) {self.name}({r},0)<1> 0x0:{self.visa_type}" for r in range(self.grfs(cg))]
+            cg.asm(ll.VoidType(), "\n".join([decl] + movs), "", [])
+            return
+        from .rules_arith import _as_vector
+        movs = [f"mov (M1, {lanes * per_grf}) {self.name}({r},0)<1> $0({r},0)<1;1,0>" for r in range(self.grfs(cg))]
+        cg.asm(ll.VoidType(), "\n".join([decl] + movs), "rw", [_as_vector(cg, init)])
+
+    def read(self, cg: CodeGen):
+        """The register's value after the loop, as the tile's slots."""
+        lanes = cg.target.sg_size
+        per_grf = cg.target.grf_bytes // 4 // lanes
+        movs = [f"mov (M1, {lanes * per_grf}) $0({r},0)<1> {self.name}({r},0)<1;1,0>" for r in range(self.grfs(cg))]
+        r = cg.asm(self.type, "\n".join(movs), "=rw", [])
+        return lazy_slots(cg, r, self.type.count, 1, lambda i: cg.b.extract_element(r, cg.i32(i)))
+
+
+def loop_accumulators(cg: CodeGen, op: ir.ForOp) -> Dict[int, Accumulator]:
+    """The loop's carried values (by index) that are DPAS accumulators only: the iteration's value
+    goes through a chain of inline-vISA DPAS ops in the loop body itself (each one's result used
+    by the next one alone) and the chain's end is yielded and used nowhere else in the loop."""
+    if cg.family != "gpu":
+        return {}
+    uses: Dict[ir.Value, List[ir.Op]] = {}
+    for o in (x for top_op in op.body.ops for x in top_op.walk()):
+        for v in o.operands:
+            uses.setdefault(v, []).append(o)
+    top = set(op.body.ops)
+    yield_op = op.body.ops[-1]
+    out = {}
+    for i, (arg, end) in enumerate(zip(op.iter_args, yield_op.operands)):
+        v, tc = arg, None
+        while v is not end:
+            us = uses.get(v, [])
+            d = us[0] if len(us) == 1 else None
+            if not (isinstance(d, ir.DpasOp) and d in top and len(d.operands) > 2 and d.operands[2] is v
+                    and v not in d.operands[:2] and visa_dpas(cg, d)):
+                break
+            tc = d.attrs["tiles"][-1]
+            v = d.results[0]
+        if v is end and tc is not None and uses.get(end) == [yield_op] and \
+                list(yield_op.operands).count(end) == 1:
+            n = len(lane_slot_offsets(tc.layout, tc.shape))
+            elem = ll.FloatType() if tc.elem.is_floating else ll.IntType(32)
+            cg._visa_regs = getattr(cg, "_visa_regs", 0) + 1
+            out[i] = Accumulator(f"XKACC{cg._visa_regs}", ll.VectorType(elem, n))
+    return out
+
+
+def _in_place(cg: CodeGen, slots, vec, region: bool) -> Tuple[object, str]:
+    """A DPAS source as an inline-vISA operand: the block read it is a piece of, named at the
+    piece's offset (``.bytes`` for a raw operand, ``(grf, dword)`` for a region), or its own
+    vector at offset 0."""
+    whole, offset = getattr(slots, "message", None) or (vec, 0)
+    if not region:
+        return whole, f".{offset}"
+    grf = cg.target.grf_bytes
+    return whole, f"({offset // grf},{offset % grf // 4})"
+
+
+def dpas_visa(cg: CodeGen, op: ir.DpasOp):
+    """One DPAS as inline vISA. Its accumulator is either a value (the result is a new one) or an
+    ``Accumulator`` register (updated in place; the result is the same register)."""
+    from .rules_block import _pack
+    from .rules_memory import zero
+    tiles = op.attrs["tiles"]
+    ta, tc = tiles[0], tiles[-1]
+    ea = ta.elem
+    lanes = cg.target.sg_size
+    a, bslots = cg.slots(op.operands[0]), cg.slots(op.operands[1])
+    M = ta.shape[0]
+    bvec, bref = _in_place(cg, bslots, None if getattr(bslots, "message", None) else
+                           _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
+    avec, aref = _in_place(cg, a, None if getattr(a, "message", None) else
+                           _pack(cg, a, len(a) // M, ea.bits), region=True)
+    # vISA wants A (src2) typed unsigned: an alias of it, scoped to this statement
+    n = avec.type.count * avec.type.element.width // 32 * lanes
+    alias = f".decl XKA v_type=G type=ud num_elts={n} align=wordx32 alias=<$A, 0>"
+    p = PRECISION[ea.name]
+    acc = cg.get(op.operands[2]) if len(op.operands) > 2 else None
+    if isinstance(acc, Accumulator):
+        text = f"dpas.{p}.{p}.8.{M} (M1, {lanes}) {acc.name}.0 {acc.name}.0 $0{bref} XKA{aref}"
+        cg.asm(ll.VoidType(), "{\n" + alias.replace("$A", "$1") + "\n" + text + "\n}", "rw,rw", [bvec, avec])
+        return [acc]
+    c = cg.slots(op.operands[2]) if acc is not None else \
+        [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
+    cvec = _pack(cg, c, 1, 32, as_float=True)
+    text = f"dpas.{p}.{p}.8.{M} (M1, {lanes}) $0.0 $1.0 $2{bref} XKA{aref}"
+    r = cg.asm(cvec.type, "{\n" + alias.replace("$A", "$3") + "\n" + text + "\n}", "=rw,rw,rw,rw", [cvec, bvec, avec])
+    return [lazy_slots(cg, r, cvec.type.count, 1, lambda i: cg.b.extract_element(r, cg.i32(i)))]
