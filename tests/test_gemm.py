@@ -65,6 +65,20 @@ def test_dg2_configs_on_the_8_wide_model(rng, dtype, which, layout):
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 
 
+UNROLLED = [("bf16", "nn", 150), ("int8", "nt", 150), ("f16", "tn", 96), ("f32", "tt", 33)]
+
+
+@pytest.mark.parametrize("dtype,layout,k", UNROLLED, ids=[f"{d}-{lay}-K{k}" for d, lay, k in UNROLLED])
+def test_two_k_steps_per_iteration(rng, dtype, layout, k):
+    """K_UNROLL=2 (gemm.py's pvc configs): with K not a multiple of 2 * BK the last iteration's second
+    step lies partly or wholly past K, where descriptor loads read zeros; prefetch blocks are 2 * BK
+    wide. K = 96 with BK = 32 is 3 steps: the second half of the last iteration is past K entirely."""
+    cfg = config(dtype)
+    cfg = xk.Config(dict(cfg.kwargs, K_UNROLL=2), num_subgroups=cfg.num_subgroups)
+    got, ref = run(rng, 37, 45, k, dtype, layout, cfg=cfg)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
+
+
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_batched(rng, dtype):
     got, ref = run(rng, 33, 47, 65, dtype, "nt", batch=3)

@@ -38,7 +38,7 @@ def gelu(x):
 def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, stride_cb,
                 BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr, GROUP_M: xl.constexpr,
                 TRANS_A: xl.constexpr, TRANS_B: xl.constexpr, PREFETCH: xl.constexpr, ACC: xl.constexpr,
-                HAS_BIAS: xl.constexpr, ACT: xl.constexpr):
+                HAS_BIAS: xl.constexpr, ACT: xl.constexpr, K_UNROLL: xl.constexpr = 1):
     # grouped ordering: GROUP_M row-blocks share their B columns while they run
     pid = xl.program_id(0)
     batch = xl.program_id(1)
@@ -64,26 +64,41 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
                                        block_shape=(BM, BN))
 
     acc = xl.zeros((BM, BN), ACC)
-    for k0 in range(0, K, BK):
+    # K_UNROLL steps of BK per iteration: the loop's own instructions (counter, branch, waits) are
+    # shared by more DPAS. A step past K reads zeros (descriptor loads are bounds-checked), so the
+    # last iteration may run over the end.
+    # prefetches cover the K_UNROLL steps of an iteration at once (one message per subgroup)
+    KP = BK * K_UNROLL
+    if TRANS_A:
+        a_pf = xl.make_tensor_descriptor(a_base, shape=(K, M), strides=(M, 1), block_shape=(KP, BM))
+    else:
+        a_pf = xl.make_tensor_descriptor(a_base, shape=(M, K), strides=(K, 1), block_shape=(BM, KP))
+    if TRANS_B:
+        b_pf = xl.make_tensor_descriptor(b_base, shape=(N, K), strides=(K, 1), block_shape=(BN, KP))
+    else:
+        b_pf = xl.make_tensor_descriptor(b_base, shape=(K, N), strides=(N, 1), block_shape=(KP, BN))
+    for k_outer in range(0, K, KP):
         if PREFETCH > 0:
-            kp = k0 + PREFETCH * BK
+            kp = k_outer + PREFETCH * BK
             if TRANS_A:
-                a_desc.prefetch((kp, m0))
+                a_pf.prefetch((kp, m0))
             else:
-                a_desc.prefetch((m0, kp))
+                a_pf.prefetch((m0, kp))
             if TRANS_B:
-                b_desc.prefetch((n0, kp))
+                b_pf.prefetch((n0, kp))
             else:
-                b_desc.prefetch((kp, n0))
-        if TRANS_A:
-            a = a_desc.load((k0, m0), transpose=True)
-        else:
-            a = a_desc.load((m0, k0))
-        if TRANS_B:
-            b = b_desc.load((n0, k0), transpose=True)
-        else:
-            b = b_desc.load((k0, n0))
-        acc = xl.dot(a, b, acc)
+                b_pf.prefetch((kp, n0))
+        for u in xl.static_range(K_UNROLL):
+            k0 = k_outer + u * BK
+            if TRANS_A:
+                a = a_desc.load((k0, m0), transpose=True)
+            else:
+                a = a_desc.load((m0, k0))
+            if TRANS_B:
+                b = b_desc.load((n0, k0), transpose=True)
+            else:
+                b = b_desc.load((k0, n0))
+            acc = xl.dot(a, b, acc)
 
     if HAS_BIAS:
         cols = n0 + xl.arange(0, BN)
@@ -97,8 +112,10 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
 
 # ---- configurations ---------------------------------------------------------------------------------
 
-def configs_for(dtype: str, target: str):
-    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family."""
+def configs_for(dtype: str, target: str, trans_a: bool = False):
+    """Autotuning candidates (tile shapes and subgroups) per operand dtype, target family and A's
+    storage (a transposed A keeps one K step per iteration: its operands take twice the registers
+    and two steps spill)."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
     if target == "dg2":
@@ -110,8 +127,10 @@ def configs_for(dtype: str, target: str):
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
-        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=32),
-                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2), num_subgroups=16)]
+        # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 61.5% dpas for nn (`--isa`)
+        u = 1 if trans_a else 2
+        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=u), num_subgroups=32),
+                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=u), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":
         # the CPU's f32 dot is an FMA micro-kernel per lane (target.fma_dot): one subgroup per
         # workgroup; its K loops run over groups of rows whose accumulators fit the registers, so a
@@ -128,10 +147,10 @@ def configs_for(dtype: str, target: str):
 _TUNERS = {}
 
 
-def tuned_kernel(dtype: str, target: str):
-    key = (dtype, target)
+def tuned_kernel(dtype: str, target: str, trans_a: bool = False):
+    key = (dtype, target, trans_a)
     if key not in _TUNERS:
-        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
+        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target, trans_a), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
                                    verbose=bool(os.environ.get("XEKERN_AUTOTUNE_VERBOSE", "1") != "0"))(gemm_kernel)
     return _TUNERS[key]
 
@@ -172,7 +191,7 @@ def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None,
     if config is not None:
         return gemm_kernel[grid](*args, **consts, **config.launch_kwargs(), **opts)
     t = target or xk.target_for(queue.sycl_device if queue is not None else None).name
-    return tuned_kernel(kind, t)[grid](*args, **consts, **opts)
+    return tuned_kernel(kind, t, ta)[grid](*args, **consts, **opts)
 
 
 def make_inputs(rng, m, n, k, dtype, layout, batch=0):

@@ -21,23 +21,31 @@ import xekern.language as xl
 from xekern.tools.isa import IsaError, compile_isa, loop_counts
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm import gemm_kernel  # noqa: E402
+from gemm import configs_for, gemm_kernel  # noqa: E402
 
 P = xk.pointer
 DPAS_CYCLES = 8
 DG2 = {"bfloat16": (64, 32, 16, 8), "int8": (8, 32, 32, 4)}   # gemm.py's first dg2 config per dtype
 
 
-def signature(ab, acc, layout, BM, BN, BK, prefetch):
+def pvc_k_unroll(layout: str) -> int:
+    """K steps per K-loop iteration of gemm.py's first pvc config for this layout."""
+    return configs_for("bf16", "pvc", layout[0] == "t")[0].kwargs["K_UNROLL"]
+
+
+def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
     return dict(a_ptr=P(ab), b_ptr=P(ab), c_ptr=P(acc), bias_ptr=P(acc), M=xl.int32, N=xl.int32, K=xl.int32,
                 stride_ab=xl.int32, stride_bb=xl.int32, stride_cb=xl.int32, BM=BM, BN=BN, BK=BK, GROUP_M=8,
                 TRANS_A=layout[0] == "t", TRANS_B=layout[1] == "t", PREFETCH=prefetch, ACC=acc, HAS_BIAS=False,
-                ACT=None)
+                ACT=None, K_UNROLL=k_unroll)
 
 
-def one(target, ab, layout, BM, BN, BK, ns, grf):
+def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
+    """One GEMM's K-loop figures; ``k_unroll`` K steps of BK per loop iteration (gemm.py's pvc
+    configs take 2)."""
     acc = xl.int32 if ab.is_int else xl.float32
-    c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2), target=target, num_subgroups=ns)
+    c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2, k_unroll), target=target,
+                                    num_subgroups=ns)
     r = compile_isa(c.spirv, c.name, target, grf_mode=grf)
     lc = loop_counts(r)
     row = dict(target=target, dtype=ab.user_name, layout=layout, grf=r.grf_mode, spill=r.spilled_around,
@@ -59,16 +67,17 @@ def one(target, ab, layout, BM, BN, BK, ns, grf):
 
 def report():
     rows = []
-    plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256)
+    plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256, pvc_k_unroll(l))
             for d in (xl.bfloat16, xl.float16, xl.int8) for l in ("nn", "nt", "tn", "tt")]
-    plan += [("dg2", d, lay, *DG2[d.user_name], 128) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
-    print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF; dg2 at gemm.py's dg2 configs "
+    plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
+    print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF, K steps per K-loop iteration "
+          f"{pvc_k_unroll('nn')} (A stored as is) or {pvc_k_unroll('tn')} (A transposed); dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
           f"{'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} {'model %':>8}")
-    for target, ab, layout, BM, BN, BK, ns, grf in plan:
+    for target, ab, layout, BM, BN, BK, ns, grf, unroll in plan:
         try:
-            r = one(target, ab, layout, BM, BN, BK, ns, grf)
+            r = one(target, ab, layout, BM, BN, BK, ns, grf, unroll)
         except (IsaError, xk.CompilationError) as e:
             print(f"{target:6} {ab.user_name:9} {layout:3}  failed: {str(e).splitlines()[-1]}")
             continue
