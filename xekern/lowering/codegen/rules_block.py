@@ -326,13 +326,12 @@ def _surface(cg: CodeGen, d: NdDesc, origin: List):
 
 def _genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, transpose: bool, vnni: bool,
                  vt: ll.VectorType):
-    """One 2D block read message: inline vISA from a payload built once when the result is
+    """One 2D block read message: inline vISA from a payload built once when the result is at most
     ``raw_block2d_bits`` per lane (``_raw_block2d``), else IGC 12504's ``LSC2DBlockRead`` intrinsic
     (HARDWARE.md), which builds the payload again for every message."""
-    origin = [y, x] if len(d.shape) == 2 else [x]
     if vt.count * vt.element.width <= _raw_bits(cg):
-        return _raw_block2d(cg, vt, d, origin, bits, w, h, n, transpose, vnni)
-    surf = _surface(cg, d, origin)
+        return _raw_block2d(cg, vt, d, x, y, bits, w, h, n, transpose, vnni)
+    surf = _surface(cg, d, [y, x] if len(d.shape) == 2 else [x])
     args = surf[:4] + [x, y, cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(transpose)),
                        ll.Constant(I1, int(vnni))]
     return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)
@@ -465,10 +464,11 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
     return _payload(cg, _surface(cg, d, origin), w, h, n)
 
 
-def _raw_block2d(cg: CodeGen, vt, d: NdDesc, origin: List, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
-    """A 2D block read into ``vt`` (at most ``raw_block2d_bits`` per lane), or a prefetch (``vt``
-    None), as one inline vISA ``raw_sends`` of the payload ``_message_payload`` builds (2
-    instructions per message in a K loop instead of IGC's 7)."""
+def _raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
+    """A 2D block read at column ``x``, row ``y`` into ``vt`` (at most ``raw_block2d_bits`` per
+    lane), or a prefetch (``vt`` None), as one inline vISA ``raw_sends`` of the payload
+    ``_message_payload`` builds (2 instructions per message in a K loop instead of IGC's 7)."""
+    origin = [y, x] if len(d.shape) == 2 else [x]
     lanes = cg.target.sg_size
     grfs = 0 if vt is None else vt.count * vt.element.width // 8 * lanes // cg.target.grf_bytes
     desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
@@ -556,11 +556,12 @@ def _prefetch_block2d(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     if hw is None:
         return
     h, w = hw
-    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
+    origin = _origin(cg, d, op)
     if _raw_bits(cg):
-        _raw_block2d(cg, None, d, [y, x] if len(d.shape) == 2 else [x], t.bits, w, h, 1, False, False)
+        _, _, _, x, y = region(cg, d, origin)
+        _raw_block2d(cg, None, d, x, y, t.bits, w, h, 1, False, False)
         return
-    surf = _surface(cg, d, _origin(cg, d, op))
+    surf = _surface(cg, d, origin)
     text = (f"lsc_load_block2d.ugm.ca.ca (M1, {cg.target.sg_size}) %null:d{t.bits}.1x{w}x{h}nn "
             f"flat[$0,$1,$2,$3,$4,$5]")
     _inline_asm(cg, text, surf, "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u")
