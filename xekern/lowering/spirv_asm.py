@@ -18,9 +18,10 @@ and target string), only without the width limit; spirv-val checks the result in
 """
 from __future__ import annotations
 
+from array import array
 from typing import Dict, List, Optional, Tuple
 
-from ..tools.spirv import _string, _words, assemble, instructions, string_words
+from ..tools.spirv import _string, string_words
 
 PREFIX = "xk.asm|"
 
@@ -59,70 +60,85 @@ def parse_name(name: str) -> Tuple[str, str]:
 
 def lower_asm_calls(spirv: bytes) -> bytes:
     """The module with every placeholder call turned into ``OpAsmCallINTEL`` (the module itself
-    when it has none)."""
+    when it has none). One scan of the instruction boundaries; only the instructions it changes
+    are decoded (a GEMM module is ~5000 instructions, and this runs in every compile)."""
     if PREFIX.encode() not in spirv:
         return spirv
-    insts = [(i.opcode, list(i.words)) for i in instructions(spirv)]
+    w = array("I")
+    w.frombytes(spirv)
+    starts, i = [], 5
+    while i < len(w):
+        starts.append(i)
+        n = w[i] >> 16
+        if n == 0:
+            raise ValueError(f"malformed SPIR-V: instruction at word {i} has length 0")
+        i += n
+    ends = starts[1:] + [len(w)]
+    op_of = [w[s] & 0xFFFF for s in starts]
+
     placeholders: Dict[int, str] = {}  # function id -> name
-    for op, w in insts:
-        if op == _OP_DECORATE and w[1] == _DEC_LINKAGE and _string(w[2:-1]).startswith(PREFIX):
-            placeholders[w[0]] = _string(w[2:-1])
+    fn_types: Dict[int, Tuple[int, int]] = {}  # function id -> (result type, function type)
+    gone = set()  # ids of the declarations and their parameters, whose names and decorations go too
+    current = None
+    for k, op in enumerate(op_of):
+        s = starts[k]
+        if op == _OP_DECORATE and w[s + 2] == _DEC_LINKAGE:
+            name = _string(w[s + 3:ends[k] - 1])
+            if name.startswith(PREFIX):
+                placeholders[w[s + 1]] = name
+        elif op == _OP_FUNCTION:
+            current = w[s + 2] if w[s + 2] in placeholders else None
+            if current is not None:
+                fn_types[current] = (w[s + 1], w[s + 4])
+                gone.add(current)
+        elif op == _OP_FUNCTION_PARAMETER and current is not None:
+            gone.add(w[s + 2])
     if not placeholders:
         return spirv
-    header = _words(spirv)[:5]
+    header = list(w[:5])
     bound = header[3]
-    asm_ids = {f: bound + i for i, f in enumerate(placeholders)}
+    asm_ids = {f: bound + j for j, f in enumerate(placeholders)}
     bound += len(asm_ids)
-    target: Optional[int] = next((w[0] for op, w in insts if op == _OP_ASM_TARGET), None)
+    target: Optional[int] = next((w[starts[k] + 1] for k, op in enumerate(op_of) if op == _OP_ASM_TARGET), None)
     new_target = target is None
     if new_target:
         target, bound = bound, bound + 1
+    header[3] = bound
 
-    fn_types: Dict[int, Tuple[int, int]] = {}  # function id -> (result type, function type)
-    gone = set(placeholders)  # ids of the declarations and their parameters, whose names go too
-    current = None
-    for op, w in insts:
-        if op == _OP_FUNCTION:
-            current = w[1]
-        elif op == _OP_FUNCTION_PARAMETER and current in placeholders:
-            gone.add(w[1])
-    kept: List[Tuple[int, List[int]]] = []
+    def words(op: int, operands: List[int]) -> bytes:
+        return array("I", [(len(operands) + 1) << 16 | op] + operands).tobytes()
+
+    first_function = next(k for k, op in enumerate(op_of) if op == _OP_FUNCTION)
+    last_capability = max(k for k, op in enumerate(op_of) if op == _OP_CAPABILITY)
+    last_annotation = max(k for k, op in enumerate(op_of[:first_function]) if op in _BEFORE_TYPES)
+    caps = {w[starts[k] + 1] for k, op in enumerate(op_of[:first_function]) if op == _OP_CAPABILITY}
+    exts = {_string(w[starts[k] + 1:ends[k]]) for k, op in enumerate(op_of[:first_function]) if op == _OP_EXTENSION}
+    out = [array("I", header).tobytes()]
     skipping = False
-    for op, w in insts:
-        if skipping:  # a placeholder's declaration: OpFunction, its parameters, OpFunctionEnd
-            skipping = op != _OP_FUNCTION_END
-            continue
-        if op == _OP_FUNCTION and w[1] in placeholders:
-            fn_types[w[1]] = (w[0], w[3])
-            skipping = True
-        elif op in (_OP_DECORATE, _OP_NAME) and w[0] in gone:
-            pass
-        elif op == _OP_FUNCTION_CALL and w[2] in placeholders:
-            kept.append((_OP_ASM_CALL, [w[0], w[1], asm_ids[w[2]]] + w[3:]))
-        else:
-            kept.append((op, w))
-
-    caps = {w[0] for op, w in kept if op == _OP_CAPABILITY}
-    exts = {_string(w) for op, w in kept if op == _OP_EXTENSION}
-    first_function = next(i for i, (op, _) in enumerate(kept) if op == _OP_FUNCTION)
-    last_capability = max(i for i, (op, _) in enumerate(kept) if op == _OP_CAPABILITY)
-    last_annotation = max(i for i, (op, _) in enumerate(kept[:first_function]) if op in _BEFORE_TYPES)
-    out: List[Tuple[int, List[int]]] = []
-    for i, inst in enumerate(kept):
-        if i == first_function:  # the end of the types, constants and global variables
+    for k, op in enumerate(op_of):
+        s, e = starts[k], ends[k]
+        if k == first_function:  # the end of the types, constants and global variables
             if new_target:
-                out.append((_OP_ASM_TARGET, [target] + string_words(_DIALECT)))
+                out.append(words(_OP_ASM_TARGET, [target] + string_words(_DIALECT)))
             for f, a in asm_ids.items():
                 text, constraints = parse_name(placeholders[f])
                 rtype, ftype = fn_types[f]
-                out.append((_OP_ASM, [rtype, a, ftype, target] + string_words(text) + string_words(constraints)))
-        out.append(inst)
-        if i == last_capability:
+                out.append(words(_OP_ASM, [rtype, a, ftype, target] + string_words(text) + string_words(constraints)))
+        if skipping:  # a placeholder's declaration: OpFunction, its parameters, OpFunctionEnd
+            skipping = op != _OP_FUNCTION_END
+        elif op == _OP_FUNCTION and w[s + 2] in placeholders:
+            skipping = True
+        elif op in (_OP_DECORATE, _OP_NAME) and w[s + 1] in gone:
+            pass
+        elif op == _OP_FUNCTION_CALL and w[s + 3] in placeholders:
+            out.append(words(_OP_ASM_CALL, [w[s + 1], w[s + 2], asm_ids[w[s + 3]]] + list(w[s + 4:e])))
+        else:
+            out.append(w[s:e].tobytes())
+        if k == last_capability:
             if _CAP_ASM not in caps:
-                out.append((_OP_CAPABILITY, [_CAP_ASM]))
+                out.append(words(_OP_CAPABILITY, [_CAP_ASM]))
             if _EXTENSION not in exts:
-                out.append((_OP_EXTENSION, string_words(_EXTENSION)))
-        if i == last_annotation:
-            out += [(_OP_DECORATE, [a, _DEC_SIDE_EFFECTS]) for a in asm_ids.values()]
-    header[3] = bound
-    return assemble(header, out)
+                out.append(words(_OP_EXTENSION, string_words(_EXTENSION)))
+        if k == last_annotation:
+            out += [words(_OP_DECORATE, [a, _DEC_SIDE_EFFECTS]) for a in asm_ids.values()]
+    return b"".join(out)

@@ -25,7 +25,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
-from typing import Dict, Iterable, List, NamedTuple, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Tuple
 
 MAGIC = 0x07230203
 EXTENSIONS = ("SPV_INTEL_2d_block_io", "SPV_INTEL_subgroup_matrix_multiply_accumulate")
@@ -87,14 +87,6 @@ def string_words(s: str) -> List[int]:
     data = s.encode("utf-8") + b"\0"
     data += b"\0" * (-len(data) % 4)
     return list(struct.unpack(f"<{len(data) // 4}I", data))
-
-
-def assemble(header: Sequence[int], insts: Iterable[Tuple[int, Sequence[int]]]) -> bytes:
-    """A module from its 5 header words and (opcode, operand words) pairs."""
-    flat = list(header)
-    for op, words in insts:
-        flat += [(len(words) + 1) << 16 | op, *words]
-    return struct.pack(f"<{len(flat)}I", *flat)
 
 
 def ops(spirv: bytes) -> List[IntelOp]:
