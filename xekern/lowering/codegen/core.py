@@ -168,6 +168,7 @@ class CodeGen:
         self._cache: Dict[tuple, object] = {}
         self._asm: Dict[tuple, ll.Function] = {}
         self.loops: List = []  # recurrence.Loop of each counted loop being emitted, innermost last
+        self.visa_registers = 0  # vISA registers declared by inline asm (visa_dpas.Accumulator), for names
         from .rules_block import fused_loads
         self.fused = fused_loads(func, family)
 

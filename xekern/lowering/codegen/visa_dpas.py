@@ -46,29 +46,27 @@ class Accumulator:
     def visa_type(self) -> str:
         return "f" if isinstance(self.type.element, ll.FloatType) else "d"
 
-    def grfs(self, cg: CodeGen) -> int:
-        return self.type.count * 4 * cg.target.sg_size // cg.target.grf_bytes
+    def _movs(self, cg: CodeGen, dst: str, src: str) -> List[str]:
+        """One ``mov`` per register of the tile to ``dst``, from ``src``: an immediate (``0x0:f``)
+        or a variable read row by row."""
+        lanes = cg.target.sg_size
+        per_grf = cg.target.grf_bytes // 4 // lanes  # rows of the tile per register
+        row = (lambda r: src) if src.startswith("0x") else (lambda r: f"{src}({r},0)<1;1,0>")  # noqa: E731
+        return [f"mov (M1, {lanes * per_grf}) {dst}({r},0)<1> {row(r)}" for r in range(self.type.count // per_grf)]
 
     def define(self, cg: CodeGen, init: List) -> None:
         """Declare the register and set it to ``init`` (the loop's initial slots)."""
-        lanes = cg.target.sg_size
-        decl = (f".decl {self.name} v_type=G type={self.visa_type} num_elts={self.type.count * lanes} "
+        decl = (f".decl {self.name} v_type=G type={self.visa_type} num_elts={self.type.count * cg.target.sg_size} "
                 f"align=wordx32")
-        per_grf = cg.target.grf_bytes // 4 // lanes  # rows per register
         if all(isinstance(x, ll.Constant) and not x.constant for x in init):
-            movs = [f"mov (M1, {lanes}) {self.name}({r},0)<1> 0x0:{self.visa_type}" for r in range(self.grfs(cg))]
-            cg.asm(ll.VoidType(), "\n".join([decl] + movs), "", [])
+            cg.asm(ll.VoidType(), "\n".join([decl] + self._movs(cg, self.name, f"0x0:{self.visa_type}")), "", [])
             return
-        from .rules_arith import _as_vector
-        movs = [f"mov (M1, {lanes * per_grf}) {self.name}({r},0)<1> $0({r},0)<1;1,0>" for r in range(self.grfs(cg))]
-        cg.asm(ll.VoidType(), "\n".join([decl] + movs), "rw", [_as_vector(cg, init)])
+        from .rules_arith import _as_vector  # (rules_arith imports this module)
+        cg.asm(ll.VoidType(), "\n".join([decl] + self._movs(cg, self.name, "$0")), "rw", [_as_vector(cg, init)])
 
     def read(self, cg: CodeGen):
         """The register's value after the loop, as the tile's slots."""
-        lanes = cg.target.sg_size
-        per_grf = cg.target.grf_bytes // 4 // lanes
-        movs = [f"mov (M1, {lanes * per_grf}) $0({r},0)<1> {self.name}({r},0)<1;1,0>" for r in range(self.grfs(cg))]
-        r = cg.asm(self.type, "\n".join(movs), "=rw", [])
+        r = cg.asm(self.type, "\n".join(self._movs(cg, "$0", self.name)), "=rw", [])
         return lazy_slots(cg, r, self.type.count, 1, lambda i: cg.b.extract_element(r, cg.i32(i)))
 
 
@@ -99,16 +97,16 @@ def loop_accumulators(cg: CodeGen, op: ir.ForOp) -> Dict[int, Accumulator]:
                 list(yield_op.operands).count(end) == 1:
             n = len(lane_slot_offsets(tc.layout, tc.shape))
             elem = ll.FloatType() if tc.elem.is_floating else ll.IntType(32)
-            cg._visa_regs = getattr(cg, "_visa_regs", 0) + 1
-            out[i] = Accumulator(f"XKACC{cg._visa_regs}", ll.VectorType(elem, n))
+            cg.visa_registers += 1
+            out[i] = Accumulator(f"XKACC{cg.visa_registers}", ll.VectorType(elem, n))
     return out
 
 
-def _in_place(cg: CodeGen, slots, vec, region: bool) -> Tuple[object, str]:
+def _in_place(cg: CodeGen, slots, pack, region: bool) -> Tuple[object, str]:
     """A DPAS source as an inline-vISA operand: the block read it is a piece of, named at the
     piece's offset (``.bytes`` for a raw operand, ``(grf, dword)`` for a region), or its own
-    vector at offset 0."""
-    whole, offset = getattr(slots, "message", None) or (vec, 0)
+    vector ``pack()`` at offset 0."""
+    whole, offset = getattr(slots, "message", None) or (pack(), 0)
     if not region:
         return whole, f".{offset}"
     grf = cg.target.grf_bytes
@@ -126,10 +124,8 @@ def dpas_visa(cg: CodeGen, op: ir.DpasOp):
     lanes = cg.target.sg_size
     a, bslots = cg.slots(op.operands[0]), cg.slots(op.operands[1])
     M = ta.shape[0]
-    bvec, bref = _in_place(cg, bslots, None if getattr(bslots, "message", None) else
-                           _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
-    avec, aref = _in_place(cg, a, None if getattr(a, "message", None) else
-                           _pack(cg, a, len(a) // M, ea.bits), region=True)
+    bvec, bref = _in_place(cg, bslots, lambda: _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
+    avec, aref = _in_place(cg, a, lambda: _pack(cg, a, len(a) // M, ea.bits), region=True)
     # vISA wants A (src2) typed unsigned: an alias of it, scoped to this statement
     n = avec.type.count * avec.type.element.width // 32 * lanes
     alias = f".decl XKA v_type=G type=ud num_elts={n} align=wordx32 alias=<$A, 0>"
