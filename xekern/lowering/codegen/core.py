@@ -18,6 +18,7 @@ from ...ir.core import Op, Value
 from ...ir.types import DType, MemDescType, NBarrierType, PointerType, TensorDescType, VectorType
 from ..rewrite import PassError
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
+from .fold import FoldingBuilder
 from . import names
 from .text import prefill
 from ..spirv_asm import asm_name
@@ -166,6 +167,7 @@ class CodeGen:
         for table in tables(options, family):
             self.rules.update(TARGET_RULES.get(table, {}))
         self._cache: Dict[tuple, object] = {}
+        self._here: Dict[tuple, object] = {}
         self._asm: Dict[tuple, ll.Function] = {}
         self.loops: List = []  # recurrence.Loop of each counted loop being emitted, innermost last
         self.visa_registers = 0  # vISA registers declared by inline asm (visa_dpas.Accumulator), for names
@@ -182,7 +184,7 @@ class CodeGen:
         self.fn = fn
         self.entry = fn.append_basic_block("entry")  # values cached for the whole kernel live here
         start = fn.append_basic_block("start")
-        self.b = ll.IRBuilder(start)
+        self.b = FoldingBuilder(start)
         for a, v in zip(args, fn.args):
             v.name = a.hint or "arg"
             if isinstance(a.type, DType) and a.type.is_bool:
@@ -280,6 +282,14 @@ class CodeGen:
             if block is not self.entry:  # (goto_block returns to the end of the block, past a terminator)
                 b.position_at_end(block)
                 b._anchor = anchor
+        return v
+
+    def cached_here(self, key, make):
+        """``make()``'s value, built once per basic block (at its first use there)."""
+        key = (self.b.block, key)
+        v = self._here.get(key)
+        if v is None:
+            v = self._here[key] = make()
         return v
 
     def lane_id(self):

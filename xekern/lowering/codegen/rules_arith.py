@@ -126,6 +126,9 @@ def _safe_div(cg: CodeGen, kind: str, a, c):
     SIGFPE and take the process down), INT_MIN / -1 wraps."""
     b = cg.b
     t = a.type
+    if isinstance(c, ll.Constant) and isinstance(c.constant, int) and c.constant != 0 and (
+            kind in ("divui", "remui") or c.constant != -1 and c.constant != (1 << t.width) - 1):
+        return {"divsi": b.sdiv, "divui": b.udiv, "remsi": b.srem, "remui": b.urem}[kind](a, c)
     zero = ll.Constant(t, 0)
     is_zero = b.icmp_unsigned("==", c, zero)
     one = ll.Constant(t, 1)

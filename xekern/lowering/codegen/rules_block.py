@@ -430,7 +430,7 @@ def _payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
     vals = [b.trunc(base, I32), b.trunc(b.lshr(base, ll.Constant(I64, 32)), I32), surf[1], surf[2], surf[3],
             cg.i32(xc), cg.i32(yc), cg.i32((n - 1) << 16 | (h - 1) << 8 | (w - 1))]
     lane = cg.lane_id()
-    is_lane = lambda i: b.icmp_unsigned("==", lane, cg.i32(i))  # noqa: E731
+    is_lane = lambda i: cg.cached(("lane ==", i), lambda: b.icmp_unsigned("==", lane, cg.i32(i)))  # noqa: E731
     cur = cg.i32(0)
     for i in reversed(range(8)):
         cur = b.select(is_lane(i), vals[i], cur)
@@ -457,7 +457,8 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
                 lane, total = cg.lane_id(), cg.i32(0)
                 for i, c in fields.items():
                     if c:
-                        total = cg.b.add(total, cg.b.select(cg.b.icmp_unsigned("==", lane, cg.i32(i)),
+                        is_lane = cg.cached(("lane ==", i), lambda: cg.b.icmp_unsigned("==", lane, cg.i32(i)))
+                        total = cg.b.add(total, cg.b.select(is_lane,
                                                             step_of(cg.b, loop, c), cg.i32(0)))
                 return total
             return loop.recurrence(cg.b, first, delta)
@@ -500,9 +501,17 @@ def _inline_asm(cg: CodeGen, text: str, args: List, constraints: str) -> None:
     cannot prove uniform (e.g. a block origin computed with a runtime division): every uniform
     operand goes through a shuffle from lane 0, which IGC sees as uniform and which costs nothing
     when the value already was."""
-    args = [sub_group_shuffle(cg, "idx", a, cg.i32(0)) if c == "rw.u" and isinstance(a.type, ll.IntType) else a
+    args = [_uniform(cg, a) if c == "rw.u" and isinstance(a.type, ll.IntType) else a
             for a, c in zip(args, constraints.split(","))]
     cg.asm(ll.VoidType(), text, constraints, args)
+
+
+def _uniform(cg: CodeGen, a):
+    """``a`` through a shuffle from lane 0, once per value and basic block (the blocks of a stored
+    tile share their surface); a constant as it is."""
+    if isinstance(a, ll.Constant):
+        return a
+    return cg.cached_here(("uniform", a), lambda: sub_group_shuffle(cg, "idx", a, cg.i32(0)))
 
 
 def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
@@ -514,6 +523,14 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     rows = max(1, min(h, 128 // t.bits))
     surf = _surface(cg, d, _origin(cg, d, op))
     for r0 in range(0, h, rows):
+        n = min(rows, h - r0)
+        vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
+        if t.bits * n == 128 and isinstance(getattr(vec, "type", None), ll.VectorType) and \
+                _bits(vec.type.element) == t.bits:  # a piece of the vector the slots come from
+            piece = cg.b.shuffle_vector(vec, ll.Constant(vec.type, None),
+                                        ll.Constant(ll.VectorType(I32, n), list(range(r0, r0 + n))))
+            _store_rows(cg, d, surf, r0, w, n, cg.b.bitcast(piece, ll.VectorType(ll.IntType(t.bits), n)))
+            continue
         chunk = vals[r0:r0 + rows]
         ints = [cg.b.bitcast(v, ll.IntType(t.bits)) if not isinstance(v.type, ll.IntType) else v for v in chunk]
         if t.bits * len(ints) == 128:
@@ -525,10 +542,19 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
             data = ll.Constant(wide, 0)
             for i, v in enumerate(ints):
                 data = cg.b.or_(data, cg.b.shl(cg.b.zext(v, wide), ll.Constant(wide, i * t.bits)))
-        y = cg.b.add(surf[5], cg.i32(r0))
-        text = (f"lsc_store_block2d.ugm (M1, {cg.target.sg_size}) flat[$0,$1,$2,$3,$4,$5] "
-                f"$6:d{t.bits}.1x{w}x{len(ints)}nn")
-        _inline_asm(cg, text, surf[:5] + [y, data], "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u,rw")
+        _store_rows(cg, d, surf, r0, w, len(ints), data)
+
+
+def _bits(t: ll.Type) -> int:
+    return t.width if isinstance(t, ll.IntType) else {F16: 16, F32: 32}.get(t, 0)
+
+
+def _store_rows(cg: CodeGen, d: NdDesc, surf: List, r0: int, w: int, n: int, data) -> None:
+    """One ``lsc_store_block2d`` of ``n`` rows from row ``r0`` of the stored block."""
+    y = cg.b.add(surf[5], cg.i32(r0))
+    text = (f"lsc_store_block2d.ugm (M1, {cg.target.sg_size}) flat[$0,$1,$2,$3,$4,$5] "
+            f"$6:d{d.type.elem.bits}.1x{w}x{n}nn")
+    _inline_asm(cg, text, surf[:5] + [y, data], "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u,rw")
 
 
 def prefetch_shape(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> Optional[Tuple[int, int]]:
