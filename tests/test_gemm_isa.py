@@ -15,23 +15,25 @@ from isa_report import DG2, one, pvc_k_unroll  # noqa: E402
 
 DTYPES = {"bf16": xl.bfloat16, "f16": xl.float16, "int8": xl.int8}
 CASES = [(d, lay) for d in DTYPES for lay in ("nn", "nt", "tn", "tt")]
-# dpas share of the K loop measured (bf16, f16 and int8 alike): nn 61.5% (104 instructions for 64 dpas:
-# 2 K steps per iteration, merged 2D block reads used in place by inline-vISA dpas, accumulators in
-# vISA registers, one payload add per message), nt 50.0% (B^T's transposed reads are 8 dwords wide
-# at most: 16 messages), tn 24.2%, tt 22.1% (A^T repacked per lane). Before: 26.7 / 26.2 / 17.6 / 17.0
-MIN_DENSITY = {"nn": 0.60, "nt": 0.49, "tn": 0.235, "tt": 0.215}
-# int8 A^T has no 2D block load (a d8 transpose does not exist, and a d32 one gives a lane one memory row
-# while the A fragment pairs two): pass slm-transpose loads the K x M tile with VNNI 2D block loads and
-# transposes it through SLM. Its K loop measured: 83 (tn) / 96 (tt) instructions, 32 dpas (38.6% /
-# 33.3%), 5 / 9 2D loads, 1 SLM store (32 bytes per lane) + 8 SLM block reads + 2 SLM fences, 2 barriers;
-# before it: 3276 instructions, 128 gathers, 32 KiB of scratch (1.0%)
-SLM_TRANSPOSE = {("int8", "tn"): (0.375, 5), ("int8", "tt"): (0.325, 9)}
+# dpas share of the K loop measured (bf16 and f16; int8 within a point): nn 62.7% (102 instructions for
+# 64 dpas: 2 K steps per iteration, merged 2D block reads used in place by inline-vISA dpas,
+# accumulators in vISA registers, payloads of two messages in one register moved by one SIMD32 add),
+# nt 56.6% (B^T's transposed reads are 8 dwords wide at most; subgroups take fewer of B's columns),
+# tn 25.2% (A^T repacked per lane), tt 62.7% (C^T = B^T A^T, both read as stored).
+# Before: 61.5 / 50.0 / 24.2 / 22.1, and 26.7 / 26.2 / 17.6 / 17.0 before that
+MIN_DENSITY = {"nn": 0.61, "nt": 0.55, "tn": 0.245, "tt": 0.61}
+# int8 A^T (tn) has no 2D block load (a d8 transpose does not exist, and a d32 one gives a lane one memory
+# row while the A fragment pairs two): pass slm-transpose loads the K x M tile with VNNI 2D block loads and
+# transposes it through SLM. Its K loop measured: 82 instructions, 32 dpas (39.0%), 5 2D loads, 1 SLM
+# store (32 bytes per lane) + 8 SLM block reads + 2 SLM fences, 2 barriers; before it: 3276 instructions,
+# 128 gathers, 32 KiB of scratch (1.0%). (int8 tt reads A^T as stored, see gemm_kernel.)
+SLM_TRANSPOSE = {("int8", "tn"): (0.38, 5)}
 
 
 @pytest.mark.parametrize("dtype,layout", CASES, ids=[f"{d}-{lay}" for d, lay in CASES])
 def test_pvc_k_loop_is_dpas_block_loads_and_prefetches(dtype, layout):
-    """SLM messages and barriers are counted apart (``slm``, ``barriers``): only the int8 A^T cases
-    have them; every other K-loop send must be a 2D block load or prefetch."""
+    """SLM messages and barriers are counted apart (``slm``, ``barriers``): only int8 tn has
+    them; every other K-loop send must be a 2D block load or prefetch."""
     ab = DTYPES[dtype]
     unroll = pvc_k_unroll(layout)
     r = one("pvc", ab, layout, 256, 256, 64 if dtype == "int8" else 32, 32, 256, unroll)
@@ -40,7 +42,10 @@ def test_pvc_k_loop_is_dpas_block_loads_and_prefetches(dtype, layout):
     assert r["dpas"] == 32 * unroll, r
     assert r["loads"] > 0 and r["other_sends"] == 0, f"a global K-loop load is not a 2D block load: {r}"
     assert r["prefetch"] == 2, f"one prefetch of A and one of B per K-loop iteration expected: {r}"
-    assert r["stores"] > 0, f"the C tile is never stored: {r}"
+    if layout == "tt":  # C^T's 32x64 f32 per subgroup: 16 stores of 8 dwords per lane inside the tensor
+        assert r["row_stores"] == 16, f"C^T is not stored by rows of 8 dwords: {r}"
+    else:
+        assert r["stores"] > 0, f"the C tile is never stored: {r}"
     expected = SLM_TRANSPOSE.get((dtype, layout))
     if expected is None:
         assert r["slm"] == 0 and r["barriers"] == 0, r
@@ -104,7 +109,7 @@ def test_pvc_dpas_read_their_operands_where_the_block_reads_put_them(dtype):
     """The nn K loop moves no data between its 2D block reads and its dpas: no mov, every dpas A
     (src2, 4 registers) and B (src1, 8 registers) lies inside one read's destination at a whole
     operand's offset, every register a read brings is read by some dpas, the accumulators stay put
-    (dst == src0), and each message costs one payload add (plus the loop counter's)."""
+    (dst == src0), and each pair of messages costs one payload add (plus the loop counter's)."""
     import re
     from gemm import gemm_kernel
     from isa_report import signature
@@ -135,6 +140,11 @@ def test_pvc_dpas_read_their_operands_where_the_block_reads_put_them(dtype):
             used |= set(range(reg, reg + size))
     brought = {g for first, n in reads.items() for g in range(first, first + n)}
     assert brought == used, f"registers read but never used: {sorted(brought - used)}"
+    # the payloads: SIMD32 adds move two messages' payloads (one register pair) at once, SIMD16 one;
+    # the loop counter's add is SIMD1
     sends = [i for i in body if i.op.startswith("send")]
-    adds = [i for i in body if i.op == "add"]
-    assert len(adds) == len(sends) + 1, f"{len(adds)} adds for {len(sends)} messages"
+    widths = sorted(int(re.match(r"\((\d+)\|", i.operands).group(1)) for i in body if i.op == "add")
+    assert widths[0] == 1 and set(widths[1:]) <= {16, 32}, widths
+    assert sum(widths[1:]) == 16 * len(sends), f"payload adds {widths[1:]} for {len(sends)} messages"
+    # at most one payload alone per step (A's moves along x, B's along y)
+    assert widths.count(16) <= 2, f"payloads of the same step not paired: {widths}"

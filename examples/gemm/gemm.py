@@ -7,7 +7,8 @@
 
 dtypes: f32 (tf32 DPAS on GPUs, float32 on the CPU device), bf16 and f16 (float32 accumulation,
 output bf16/f16/f32), int8 -> int32. Layouts: nn, nt, tn, tt — t means the operand is stored
-transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads. Any M, N, K.
+transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads, except tt, which
+computes C^T = B^T A^T from both operands as stored and transposes C^T once. Any M, N, K.
 """
 from __future__ import annotations
 
@@ -63,7 +64,14 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
     c_desc = xl.make_tensor_descriptor(c_ptr + batch * stride_cb, shape=(M, N), strides=(N, 1),
                                        block_shape=(BM, BN))
 
-    acc = xl.zeros((BM, BN), ACC)
+    # A and B both stored transposed: C^T = B^T A^T, where B^T (N x K) is read as DPAS's row operand
+    # and A^T (K x M) as its VNNI operand, both as stored: no transposed load; C^T is transposed once,
+    # after the loop
+    SWAP = TRANS_A and TRANS_B
+    if SWAP:
+        acc = xl.zeros((BN, BM), ACC)
+    else:
+        acc = xl.zeros((BM, BN), ACC)
     # K_UNROLL steps of BK per iteration: the loop's own instructions (counter, branch, waits) are
     # shared by more DPAS. A step past K reads zeros (descriptor loads are bounds-checked), so the
     # last iteration may run over the end.
@@ -90,15 +98,20 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
                 b_pf.prefetch((kp, n0))
         for u in xl.static_range(K_UNROLL):
             k0 = k_outer + u * BK
-            if TRANS_A:
-                a = a_desc.load((k0, m0), transpose=True)
+            if SWAP:
+                acc = xl.dot(b_desc.load((n0, k0)), a_desc.load((k0, m0)), acc)
             else:
-                a = a_desc.load((m0, k0))
-            if TRANS_B:
-                b = b_desc.load((n0, k0), transpose=True)
-            else:
-                b = b_desc.load((k0, n0))
-            acc = xl.dot(a, b, acc)
+                if TRANS_A:
+                    a = a_desc.load((k0, m0), transpose=True)
+                else:
+                    a = a_desc.load((m0, k0))
+                if TRANS_B:
+                    b = b_desc.load((n0, k0), transpose=True)
+                else:
+                    b = b_desc.load((k0, n0))
+                acc = xl.dot(a, b, acc)
+    if SWAP:
+        acc = xl.trans(acc)
 
     if HAS_BIAS:
         cols = n0 + xl.arange(0, BN)
@@ -112,10 +125,10 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
 
 # ---- configurations ---------------------------------------------------------------------------------
 
-def configs_for(dtype: str, target: str, trans_a: bool = False):
-    """Autotuning candidates (tile shapes and subgroups) per operand dtype, target family and A's
-    storage (a transposed A keeps one K step per iteration: its operands take twice the registers
-    and two steps spill)."""
+def configs_for(dtype: str, target: str, layout: str = "nn"):
+    """Autotuning candidates (tile shapes and subgroups) per operand dtype, target family and
+    layout (tn keeps one K step per iteration: its transposed A takes twice the registers and two
+    steps spill; tt reads both operands as stored, see gemm_kernel)."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
     if target == "dg2":
@@ -127,8 +140,8 @@ def configs_for(dtype: str, target: str, trans_a: bool = False):
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
-        # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 61.5% dpas for nn (`--isa`)
-        u = 1 if trans_a else 2
+        # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 62.7% dpas for nn and tt (`--isa`)
+        u = 1 if layout == "tn" else 2
         return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=u), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=u), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":
@@ -147,10 +160,10 @@ def configs_for(dtype: str, target: str, trans_a: bool = False):
 _TUNERS = {}
 
 
-def tuned_kernel(dtype: str, target: str, trans_a: bool = False):
-    key = (dtype, target, trans_a)
+def tuned_kernel(dtype: str, target: str, layout: str = "nn"):
+    key = (dtype, target, layout)
     if key not in _TUNERS:
-        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target, trans_a), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
+        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target, layout), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
                                    verbose=bool(os.environ.get("XEKERN_AUTOTUNE_VERBOSE", "1") != "0"))(gemm_kernel)
     return _TUNERS[key]
 
@@ -191,7 +204,7 @@ def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None,
     if config is not None:
         return gemm_kernel[grid](*args, **consts, **config.launch_kwargs(), **opts)
     t = target or xk.target_for(queue.sycl_device if queue is not None else None).name
-    return tuned_kernel(kind, t, ta)[grid](*args, **consts, **opts)
+    return tuned_kernel(kind, t, layout)[grid](*args, **consts, **opts)
 
 
 def make_inputs(rng, m, n, k, dtype, layout, batch=0):
@@ -230,7 +243,7 @@ def run_once(args, rng, m, n, k, dtype, layout, check=True):
     out_dt = np_dtype(DTYPES[dtype][2])
     dc = xk.empty(((args.batch,) if args.batch else ()) + (m, n), out_dt, queue=q)
     dc.fill_bytes(0xFF)  # poisoned: unwritten elements read as NaN / -1
-    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name)[0] if args.no_tune else None
+    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name, args.layout)[0] if args.no_tune else None
     run = lambda: gemm(da, db, dc, layout=layout, target=args.target, config=config)  # noqa: E731
     run().wait()
     ms = xk.testing.do_bench(run, warmup=1, rep=args.rep)

@@ -14,6 +14,7 @@ and a throughput model:
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import xekern as xk
@@ -30,7 +31,7 @@ DG2 = {"bfloat16": (64, 32, 16, 8), "int8": (8, 32, 32, 4)}   # gemm.py's first 
 
 def pvc_k_unroll(layout: str) -> int:
     """K steps per K-loop iteration of gemm.py's first pvc config for this layout."""
-    return configs_for("bf16", "pvc", layout[0] == "t")[0].kwargs["K_UNROLL"]
+    return configs_for("bf16", "pvc", layout)[0].kwargs["K_UNROLL"]
 
 
 def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
@@ -51,7 +52,9 @@ def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
     row = dict(target=target, dtype=ab.user_name, layout=layout, grf=r.grf_mode, spill=r.spilled_around,
                scratch=r.scratch_bytes, total=lc.total if lc else 0, dpas=lc.dpas if lc else 0,
                loads=lc.load_block2d if lc else 0, prefetch=lc.prefetch_block2d if lc else 0,
-               density=lc.dpas_share if lc else 0.0, stores=r.counts.store_block2d)
+               density=lc.dpas_share if lc else 0.0, stores=r.counts.store_block2d,
+               # C^T's rows (tt): one untyped store of up to 8 dwords per lane and run of columns
+               row_stores=len(re.findall(r"store\.ugm\.d32x[248]\.", r.text)))
     # SLM messages (load/store/fence.slm: the cooperative transpose of int8 A^T) and barriers apart from
     # the other sends, which are global memory messages that are not 2D block IO (gathers, fences)
     sends = lc.sends if lc else {}
@@ -71,7 +74,7 @@ def report():
             for d in (xl.bfloat16, xl.float16, xl.int8) for l in ("nn", "nt", "tn", "tt")]
     plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
     print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF, K steps per K-loop iteration "
-          f"{pvc_k_unroll('nn')} (A stored as is) or {pvc_k_unroll('tn')} (A transposed); dg2 at gemm.py's dg2 configs "
+          + ", ".join(f"{lay} {pvc_k_unroll(lay)}" for lay in ("nn", "nt", "tn", "tt")) + "; dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
           f"{'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} {'model %':>8}")

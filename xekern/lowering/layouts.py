@@ -141,22 +141,27 @@ def default_layout(shape: Sequence[int], num_subgroups: int, sg_size: int) -> La
                   order=tuple(reversed(range(r))))
 
 
-def _grid_for(M: int, N: int, m: int, n: int, G: int) -> Tuple[int, int]:
-    """``sg_layout`` for a DPAS result tile: divides the tile into DPAS-sized pieces, squarest first."""
+def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False) -> Tuple[int, int]:
+    """``sg_layout`` for a DPAS result tile: divides the tile into DPAS-sized pieces, squarest first;
+    of two as square, the one with fewer rows per subgroup, or fewer columns with ``narrow_n``."""
     best = None
     for sm in [1 << i for i in range(G.bit_length())]:
         if G % sm:
             continue
         sn = G // sm
         fits = M % (sm * m) == 0 and N % (sn * n) == 0
-        score = (not fits, abs((M // sm) - (N // sn)), -sm)
+        score = (not fits, abs((M // sm) - (N // sn)), sm if narrow_n else -sm)
         if best is None or score < best[0]:
             best = (score, (sm, sn))
     return best[1]
 
 
-def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
+def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_transposed: bool = False):
     """Workgroup layouts of A [M, K], B [K, N] and C [M, N] for a DPAS product on ``target``.
+
+    ``b_transposed``: B comes from a transposed load, whose messages carry fewer columns than A's
+    carry rows (a transposed 32-bit block is at most 8 wide), so each subgroup takes fewer of B's
+    columns when two grids are as square.
 
     The three share ``sg_layout`` (A is replicated along the subgroup columns, B along the rows),
     ``inst_data`` is the target's DPAS shape, and lane data follow the DPAS operand fragments:
@@ -169,7 +174,7 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int):
     if shape is None:
         raise LayoutError(f"{target.name} has no DPAS for {elem.user_name}")
     sg = target.sg_size
-    sm, sn = _grid_for(M, N, shape.m, shape.n, G)
+    sm, sn = _grid_for(M, N, shape.m, shape.n, G, narrow_n=b_transposed)
     dm, dn = max(M // sm, shape.m), max(N // sn, shape.n)
     a_lane_data = max(1, shape.k // sg)             # K elements spread over sg lanes
     pack = max(1, 32 // elem.bits)                  # VNNI rows packed into 32 bits

@@ -61,6 +61,11 @@ class _Relations:
             self.edges.append((a, b, f))
 
 
+def _transposed_load(v: Value) -> bool:
+    """Whether ``v`` is loaded from a descriptor with ``transpose``."""
+    return isinstance(v.op, ir.LoadNdOp) and bool(v.op.attrs.get("transpose"))
+
+
 def _shape(v: Value):
     t = v.type
     return tuple(t.shape) if isinstance(t, (VectorType, TensorDescType)) else ()
@@ -219,7 +224,7 @@ class PropagateLayout(Rewriter):
             n = b.type.shape[-1]
             try:
                 la, lb, lc = batched_dpas_layouts(self.target, a.type.elem, batch[0], m, n, k, self.G) if batch \
-                    else dpas_layouts(self.target, a.type.elem, m, n, k, self.G)
+                    else dpas_layouts(self.target, a.type.elem, m, n, k, self.G, _transposed_load(b))
             except LayoutError as e:
                 raise PassError(f"dot of {a.type.elem.user_name} on {self.target.name}: {e}", op) from None
             self.required[(op, 0)], self.required[(op, 1)] = la, lb

@@ -31,6 +31,7 @@ class Loop:
     header: ll.Block             # the loop's first block, where its phis are
     blocks_before: int           # the function's blocks before the header: values there are invariant
     phis: List = field(default_factory=list)  # (phi, value) pairs to close at the latch
+    registers: List["_PayloadPair"] = field(default_factory=list)  # see ``payload``
 
     def invariant(self, fn: ll.Function, v) -> bool:
         if not isinstance(v, ll.Instruction):
@@ -63,10 +64,56 @@ class Loop:
         b._anchor = anchor + len(block.instructions) - size
         return value
 
-    def close(self, latch: ll.Block) -> None:
-        """The recurrences' back edges, from ``latch`` (the block that branches back)."""
+    def payload(self, cg, first: Callable[[], object], delta: Callable[[], object], key) -> str:
+        """A one-GRF message payload that is ``first()`` in the first iteration and grows by
+        ``delta()`` in each next one, kept in a named vISA register: the raw operand naming it
+        (``XKPAY<n>.<byte offset>``). Two payloads with the same ``key`` (the same ``delta``)
+        share a register of two GRFs, moved by one SIMD32 add per iteration where a pair of
+        LLVM recurrences costs two SIMD16 adds (IGC does not merge them)."""
+        b, lanes = cg.b, cg.target.sg_size
+        pair = next((p for p in self.registers if p.key == key and p.used == 1), None)
+        with b.goto_block(self.pre):
+            decl = ""
+            if pair is None:
+                cg.visa_registers += 1
+                pair = _PayloadPair(f"XKPAY{cg.visa_registers}", key, delta())
+                self.registers.append(pair)
+                decl = f".decl {pair.name} v_type=G type=d num_elts={2 * lanes} align=GRF\n"
+            v0 = b.sub(first(), pair.delta)  # the add at the top of the loop comes first
+            cg.asm(ll.VoidType(), decl + f"mov (M1, {lanes}) {pair.name}({pair.used},0)<1> $0(0,0)<1;1,0>",
+                   "rw", [v0])
+        pair.used += 1
+        return f"{pair.name}.{(pair.used - 1) * cg.target.grf_bytes}"
+
+    def close(self, cg, latch: ll.Block) -> None:
+        """The recurrences' back edges, from ``latch`` (the block that branches back), and the
+        payload registers' adds at the top of the loop."""
         for phi, value in self.phis:
             phi.add_incoming(value, latch)
+        if not self.registers:
+            return
+        b = cg.b
+        block, anchor = b.block, b._anchor
+        phis = next((i for i, x in enumerate(self.header.instructions) if not isinstance(x, ll.PhiInstr)),
+                    len(self.header.instructions))
+        b.position_before(self.header.instructions[phis])
+        lanes = cg.target.sg_size
+        for p in self.registers:
+            n = lanes * p.used
+            cg.asm(ll.VoidType(), f"add (M1, {n}) {p.name}(0,0)<1> {p.name}(0,0)<1;1,0> $0(0,0)<0;{lanes},1>",
+                   "rw", [p.delta])
+        b.position_at_end(block)
+        b._anchor = anchor
+
+
+@dataclass
+class _PayloadPair:
+    """A named vISA register of two GRFs holding the payloads of up to two messages with the same step."""
+
+    name: str
+    key: object
+    delta: object  # the per-lane step, an LLVM i32 built before the loop
+    used: int = 0
 
 
 def affine(fn: ll.Function, loop: Loop, v) -> Optional[Fraction]:

@@ -545,7 +545,7 @@ def _for(cg: CodeGen, op: ir.ForOp):
     iv.add_incoming(nxt, latch)
     for p, y in zip(carried, ys):
         p.add_incoming(y, latch)
-    cg.loops.pop().close(latch)
+    cg.loops.pop().close(cg, latch)
     b.position_at_end(exit_)
     results = dict(zip(phied, _shape_like(cg, inits, carried)))
     results.update({i: reg.read(cg) for i, reg in regs.items()})

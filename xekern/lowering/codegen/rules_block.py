@@ -187,6 +187,8 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
                 off = term if off is None else b.add(off, term)
             ptr = cg.gep(d.base, et, off)
             cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
+    if _row_runs(cg, d, tile):
+        return _store_row_runs(cg, d, origin, tile, vals, checked)
     if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
         return checked()
     # the CPU device: a tile inside the tensor is stored with vector stores, no per-element test
@@ -203,6 +205,64 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     b.position_at_end(edge)
     if len(vals) <= 16 or not _store_edge_loop(cg, d, origin, tile, vals, t):
         checked()
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _row_runs(cg: CodeGen, d: NdDesc, tile) -> List[Tuple[int, int, int, int]]:
+    """For a 2-D tile whose lanes hold rows (lane ``l`` row ``l + r``, as in a transposed DPAS
+    result) in a tensor with unit column stride: the runs of consecutive columns in each lane's
+    slots as (first slot, row, column, length), up to 8 dwords each; else []."""
+    from ...ir.layout import lane_base as base_of
+    t, sg = d.type.elem, cg.target.sg_size
+    stride = d.strides[-1] if len(d.shape) == 2 else None
+    if not (isinstance(stride, ll.Constant) and stride.constant == 1) or t.bits not in (16, 32) or t.is_bool \
+            or tile.rank != 2 or any(base_of(tile.layout, tile.shape, lane)[1] != 0 for lane in range(sg)):
+        return []
+    most = 8 * 32 // t.bits
+    runs, offs = [], [tuple(o) for o in lane_slot_offsets(tile.layout, tile.shape)]
+    s = 0
+    while s < len(offs):
+        r, c = offs[s]
+        n = 1
+        while s + n < len(offs) and n < most and offs[s + n] == (r, c + n):
+            n += 1
+        if n * t.bits % 32:
+            return []
+        runs.append((s, r, c, n))
+        s += n
+    return runs if len(runs) < len(offs) else []
+
+
+def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, checked) -> None:
+    """A tile ``_row_runs`` describes: inside the tensor, each run of a lane's columns is one vector
+    store (IGC makes it one message of up to 8 dwords per lane, as many messages as a 2D block
+    store would take; the CPU device, a scatter per dword); at the edges, ``checked`` (element by
+    element)."""
+    b, t = cg.b, d.type.elem
+    et = mem_type(t)
+    inside, edge = cg.fn.append_basic_block("store.inside"), cg.fn.append_basic_block("store.edge")
+    done = cg.fn.append_basic_block("store.end")
+    b.cbranch(TileAccess(cg, d, origin).inside(*tile.shape), inside, edge)
+    b.position_at_end(inside)
+    row0 = b.add(origin[0], lane_base(cg, tile.layout, tile.shape)[0])
+    stride = cg.to_i64(d.strides[0])
+    vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
+    for s, r, c, n in _row_runs(cg, d, tile):
+        row = b.mul(cg.to_i64(b.add(row0, cg.i32(r))), stride)
+        ptr = cg.gep(d.base, et, b.add(row, cg.to_i64(b.add(origin[1], cg.i32(c)))))
+        if vec is not None and isinstance(vec.type, ll.VectorType) and _bits(vec.type.element) == t.bits:
+            data = b.shuffle_vector(vec, ll.Constant(vec.type, None),
+                                    ll.Constant(ll.VectorType(I32, n), list(range(s, s + n))))
+        else:
+            data = ll.Constant(ll.VectorType(vals[s].type, n), None)
+            for i in range(n):
+                data = b.insert_element(data, vals[s + i], cg.i32(i))
+        words = ll.VectorType(I32, n * t.bits // 32)
+        b.store(b.bitcast(data, words), ptr, align=t.itemsize)
+    b.branch(done)
+    b.position_at_end(edge)
+    checked()
     b.branch(done)
     b.position_at_end(done)
 
@@ -440,10 +500,12 @@ def _payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
     return cur
 
 
-def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int):
-    """``_payload`` of a message at ``origin``; in a counted loop whose induction variable moves the
-    origin by a whole number of elements per iteration (a K loop), a recurrence built before the
-    loop that costs one add per iteration (``recurrence.py``), else built where the message is."""
+def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int) -> Tuple[str, List]:
+    """The payload of a message at ``origin`` as (raw operand text, its asm arguments). In a counted
+    loop whose induction variable moves the origin by a whole number of elements per iteration (a
+    K loop) it is built before the loop and moved by an add per iteration: in a named vISA register
+    shared with another message of the same step (``Loop.payload``) when a GRF holds one dword per
+    lane, else an LLVM recurrence (``Loop.recurrence``). Elsewhere it is built where the message is."""
     loop, fn = (cg.loops[-1] if cg.loops else None), cg.fn
     if loop is not None and all(loop.invariant(fn, f) for f in [d.base, *d.shape, *d.strides]):
         fields = dict(zip((6, 5) if len(origin) == 2 else (5,), [affine(fn, loop, c) for c in origin]))
@@ -458,28 +520,30 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
                 for i, c in fields.items():
                     if c:
                         is_lane = cg.cached(("lane ==", i), lambda: cg.b.icmp_unsigned("==", lane, cg.i32(i)))
-                        total = cg.b.add(total, cg.b.select(is_lane,
-                                                            step_of(cg.b, loop, c), cg.i32(0)))
+                        total = cg.b.add(total, cg.b.select(is_lane, step_of(cg.b, loop, c), cg.i32(0)))
                 return total
-            return loop.recurrence(cg.b, first, delta)
-    return _payload(cg, _surface(cg, d, origin), w, h, n)
+            if cg.target.grf_bytes == 4 * cg.target.sg_size:
+                return loop.payload(cg, first, delta, tuple(sorted(fields.items()))), []
+            return "$N.0", [loop.recurrence(cg.b, first, delta)]
+    return "$N.0", [_payload(cg, _surface(cg, d, origin), w, h, n)]
 
 
 def _raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
     """A 2D block read at column ``x``, row ``y`` into ``vt`` (at most ``raw_block2d_bits`` per
     lane), or a prefetch (``vt`` None), as one inline vISA ``raw_sends`` of the payload
-    ``_message_payload`` builds (2 instructions per message in a K loop instead of IGC's 7)."""
+    ``_message_payload`` builds (2 instructions per message in a K loop instead of IGC's 7, and
+    3 per 2 messages when payloads share a register)."""
     origin = [y, x] if len(d.shape) == 2 else [x]
     lanes = cg.target.sg_size
     grfs = 0 if vt is None else vt.count * vt.element.width // 8 * lanes // cg.target.grf_bytes
     desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
             | (_LSC_L1_L3_CACHED if vt is None else 0) | grfs << 20 | 1 << 25)
-    payload = _message_payload(cg, d, origin, w, h, n)
+    payload, args = _message_payload(cg, d, origin, w, h, n)
     if vt is None:
-        text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $0.0 %null.0 %null.0"
-        return cg.asm(ll.VoidType(), text, "rw", [payload])
-    text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud $1.0 %null.0 $0.0"
-    return cg.asm(vt, text, "=rw,rw", [payload])
+        text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$0')} %null.0 %null.0"
+        return cg.asm(ll.VoidType(), text, ",".join(["rw"] * len(args)), args)
+    text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$1')} %null.0 $0.0"
+    return cg.asm(vt, text, ",".join(["=rw"] + ["rw"] * len(args)), args)
 
 
 def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile, read=_genisa_read) -> List:
