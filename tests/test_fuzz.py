@@ -215,8 +215,8 @@ def test_random_expressions_compile_and_match(workdir, target, expr, seed):
     with np.errstate(all="ignore"):
         r32 = np.broadcast_to(ref(a, b, np.float32), (N,)).astype(np.float32)
         r64 = np.broadcast_to(ref(a.astype(np.float64), b.astype(np.float64), np.float64), (N,))
-    # NumPy: where float32 and float64 agree (the expression is well conditioned there)
-    good = np.isfinite(r64) & np.isfinite(r32) & (np.abs(r32 - r64) <= 1e-4 * np.maximum(1.0, np.abs(r64)))
+        # NumPy: where float32 and float64 agree (the expression is well conditioned there)
+        good = np.isfinite(r64) & np.isfinite(r32) & (np.abs(r32 - r64) <= 1e-4 * np.maximum(1.0, np.abs(r64)))
     np.testing.assert_allclose(out[good], r64[good], rtol=1e-3, atol=1e-3, err_msg=note)
 
 
