@@ -187,8 +187,9 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
                 off = term if off is None else b.add(off, term)
             ptr = cg.gep(d.base, et, off)
             cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
-    if _row_runs(cg, d, tile):
-        return _store_row_runs(cg, d, origin, tile, vals, checked)
+    runs = _row_runs(cg, d, tile)
+    if runs:
+        return _store_row_runs(cg, d, origin, tile, vals, runs, checked)
     if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
         return checked()
     # the CPU device: a tile inside the tensor is stored with vector stores, no per-element test
@@ -234,11 +235,11 @@ def _row_runs(cg: CodeGen, d: NdDesc, tile) -> List[Tuple[int, int, int, int]]:
     return runs if len(runs) < len(offs) else []
 
 
-def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, checked) -> None:
-    """A tile ``_row_runs`` describes: inside the tensor, each run of a lane's columns is one vector
-    store (IGC makes it one message of up to 8 dwords per lane, as many messages as a 2D block
-    store would take; the CPU device, a scatter per dword); at the edges, ``checked`` (element by
-    element)."""
+def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, runs, checked) -> None:
+    """A tile with the ``runs`` of ``_row_runs``: inside the tensor, each run of a lane's columns
+    is one vector store (IGC makes it one message of up to 8 dwords per lane, as many messages as a
+    2D block store would take; the CPU device, a scatter per dword); at the edges, ``checked``
+    (element by element)."""
     b, t = cg.b, d.type.elem
     et = mem_type(t)
     inside, edge = cg.fn.append_basic_block("store.inside"), cg.fn.append_basic_block("store.edge")
@@ -248,7 +249,7 @@ def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, checked) -> None
     row0 = b.add(origin[0], lane_base(cg, tile.layout, tile.shape)[0])
     stride = cg.to_i64(d.strides[0])
     vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
-    for s, r, c, n in _row_runs(cg, d, tile):
+    for s, r, c, n in runs:
         row = b.mul(cg.to_i64(b.add(row0, cg.i32(r))), stride)
         ptr = cg.gep(d.base, et, b.add(row, cg.to_i64(b.add(origin[1], cg.i32(c)))))
         if vec is not None and isinstance(vec.type, ll.VectorType) and _bits(vec.type.element) == t.bits:
@@ -505,7 +506,8 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
     loop whose induction variable moves the origin by a whole number of elements per iteration (a
     K loop) it is built before the loop and moved by an add per iteration: in a named vISA register
     shared with another message of the same step (``Loop.payload``) when a GRF holds one dword per
-    lane, else an LLVM recurrence (``Loop.recurrence``). Elsewhere it is built where the message is."""
+    lane, else an LLVM recurrence (``Loop.recurrence``). Elsewhere it is built where the message is.
+    An LLVM value is one argument, named ``$N`` in the text: the caller numbers it."""
     loop, fn = (cg.loops[-1] if cg.loops else None), cg.fn
     if loop is not None and all(loop.invariant(fn, f) for f in [d.base, *d.shape, *d.strides]):
         fields = dict(zip((6, 5) if len(origin) == 2 else (5,), [affine(fn, loop, c) for c in origin]))
