@@ -8,7 +8,7 @@ Two implementations share one meaning, the slot order of ``layout.lane_slot_offs
   ``lsc_load_block2d ... %null`` for stores and prefetches, the OpenCL DPAS builtins for ``dpas``.
   Their register payloads are row-major (one row per component for 16-wide blocks; VNNI packs
   2 or 4 rows into a dword), which is exactly the slot order the layouts describe.
-- The CPU device (and GPUs without 2D block IO for loads/stores) gets the same semantics
+- The CPU device (and GPUs without 2D block IO for loads/stores) gets the same semantics (``nd_elementwise.py``)
   element by element: each slot's coordinates from the lane id, bounds-checked loads (zero
   padding) and stores (out-of-bounds elements skipped); DPAS is emulated with sub-group
   shuffles that fetch each A element from the lane that owns it.
@@ -27,9 +27,10 @@ from ..spirv_asm import is_asm
 from .core import CodeGen, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
 from .recurrence import affine, at_entry, step_of, whole_step
 from .cpu_tiles import TileAccess, lane_columns, uniform
-from .ocl import F16, F32, I1, I8, I16, I32, I64, mangle_args
+from .ocl import F32, I1, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
-from .rules_memory import lane_base, load_elem, slot_coords, store_elem, zero
+from .rules_memory import lane_base, load_elem, zero
+from .nd_elementwise import _bits, _block_shift, _branch_values, _load_elementwise, _origin, _store_elementwise
 
 
 # ---- descriptors ---------------------------------------------------------------------------------
@@ -47,267 +48,6 @@ def _update_nd(cg: CodeGen, op: ir.UpdateNdOffsetOp):
     deltas = [cg.to_i32(cg.get(v)) for v in op.operands[1:]]
     return [NdDesc(d.base, d.shape, d.strides, [cg.b.add(o, x) for o, x in zip(d.offsets, deltas)], d.type)]
 
-
-def _origin(cg: CodeGen, d: NdDesc, op) -> List:
-    return [cg.b.add(o, cg.to_i32(cg.get(v))) for o, v in zip(d.offsets, op.offsets)]
-
-
-def _element_address(cg: CodeGen, d: NdDesc, mem: List, clamp: bool = False):
-    """(in-bounds i1, address) of memory coordinates ``mem`` in the descriptor's tensor. With
-    ``clamp`` the address of an out-of-bounds element is moved to the nearest element inside the
-    tensor, so it may be read unconditionally (a select then zeroes it): no branch per element."""
-    b = cg.b
-    inb = None
-    off = None
-    for c, n, s in zip(mem, d.shape, d.strides):
-        ok = b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, n))
-        inb = ok if inb is None else b.and_(inb, ok)
-        if clamp:
-            top = b.sub(n, cg.i32(1))
-            c = b.select(b.icmp_signed("<", c, cg.i32(0)), cg.i32(0), c)
-            c = b.select(b.icmp_signed(">", c, top), top, c)
-        term = b.mul(cg.to_i64(c), cg.to_i64(s))
-        off = term if off is None else b.add(off, term)
-    return inb, cg.gep(d.base, mem_type(d.type.elem), off)
-
-
-def _nonempty(cg: CodeGen, d: NdDesc):
-    """True when every dimension of the tensor has an element (clamped addresses are valid then)."""
-    b = cg.b
-    ok = None
-    for n in d.shape:
-        x = b.icmp_signed(">", n, cg.i32(0))
-        ok = x if ok is None else b.and_(ok, x)
-    return ok
-
-
-def _mem_coords(cg: CodeGen, origin: List, rel: List, transposed: bool) -> List:
-    """Memory coordinates of a slot whose coordinates in the loaded tile are ``rel``."""
-    rel = list(reversed(rel)) if transposed else list(rel)
-    return [cg.b.add(o, r) for o, r in zip(origin, rel)]
-
-
-def _block_shift(op, d: NdDesc, index: int) -> Tuple[int, ...]:
-    """Memory offset of result ``index`` of a load covering ``block_grid`` blocks (column-major)."""
-    gv, ga = op.attrs.get("block_grid") or (1, 1)
-    shape = d.type.shape
-    if len(shape) == 1:
-        return ((index // gv) * shape[0],)
-    return ((index % gv) * shape[0], (index // gv) * shape[1])
-
-
-def _zero_origin(tile: VectorType):
-    return [ll.Constant(I32, 0)] * tile.rank
-
-
-def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
-    origin = _origin(cg, d, op)
-    tr = bool(op.attrs.get("transpose"))
-    t = d.type.elem
-    tiles = op.attrs["tiles"]
-
-    def body():
-        out = []
-        for bi, tile in enumerate(tiles):
-            vals = []
-            shift = _block_shift(op, d, bi)
-            for rel in slot_coords(cg, tile, _zero_origin(tile)):
-                mem = _mem_coords(cg, origin, rel, tr)
-                mem = [cg.b.add(m, cg.i32(x)) if x else m for m, x in zip(mem, shift)]
-                inb, ptr = _element_address(cg, d, mem, clamp=True)
-                vals.append(cg.b.select(inb, load_elem(cg, ptr, t), zero(t)))
-            out.append(vals)
-        return out
-    # an empty tensor has no element to clamp to: then the whole block reads as zero
-    res = _branch_values(cg, _nonempty(cg, d), body, [[zero(t)] * len(lane_slot_offsets(tl.layout, tl.shape))
-                                                      for tl in tiles])
-    return res
-
-
-def _branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonempty.else", "nonempty.end")):
-    """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``;
-    ``otherwise`` is the values themselves or a function building them (run only without ``cond``)."""
-    b = cg.b
-    start = b.block
-    on = cg.fn.append_basic_block(names[0])
-    off = cg.fn.append_basic_block(names[1]) if callable(otherwise) else None
-    done = cg.fn.append_basic_block(names[2])
-    b.cbranch(cond, on, off or done)
-    b.position_at_end(on)
-    vals = then()
-    end = b.block
-    b.branch(done)
-    if off is not None:
-        b.position_at_end(off)
-        otherwise = otherwise()
-        start = b.block
-        b.branch(done)
-    b.position_at_end(done)
-    out = []
-    for vs, ws in zip(vals, otherwise):
-        row = []
-        for v, w in zip(vs, ws):
-            phi = b.phi(v.type)
-            phi.add_incoming(v, end)
-            phi.add_incoming(w, start)
-            row.append(phi)
-        out.append(row)
-    return out
-
-
-def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
-    origin = _origin(cg, d, op)
-    (tile,) = op.attrs["tiles"]
-    t, et = d.type.elem, mem_type(d.type.elem)
-    b = cg.b
-    vals = cg.slots(op.operands[0])
-
-    def checked():
-        """Element by element, each in bounds stored: a row's (column's) bounds test and offset are
-        built once and shared by its slots."""
-        starts = [b.add(o, x) for o, x in zip(origin, lane_base(cg, tile.layout, tile.shape))]
-        strides = [None] * len(starts)
-        parts = {}
-
-        def part(dim, x):
-            hit = parts.get((dim, x))
-            if hit is None:
-                c = b.add(starts[dim], cg.i32(x)) if x else starts[dim]
-                ok = b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, d.shape[dim]))
-                if strides[dim] is None:
-                    strides[dim] = cg.to_i64(d.strides[dim])
-                hit = parts[(dim, x)] = (ok, b.mul(cg.to_i64(c), strides[dim]))
-            return hit
-
-        for v, so in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
-            inb = off = None
-            for dim, x in enumerate(so):
-                ok, term = part(dim, x)
-                inb = ok if inb is None else b.and_(inb, ok)
-                off = term if off is None else b.add(off, term)
-            ptr = cg.gep(d.base, et, off)
-            cg.masked(inb, lambda v=v, p=ptr: store_elem(cg, v, p, t))
-    runs = _row_runs(cg, d, tile)
-    if runs:
-        return _store_row_runs(cg, d, origin, tile, vals, runs, checked)
-    if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
-        return checked()
-    # the CPU device: a tile inside the tensor is stored with vector stores, no per-element test
-    access = TileAccess(cg, d, origin)
-    b = cg.b
-    inside, edge = cg.fn.append_basic_block("store.inside"), cg.fn.append_basic_block("store.edge")
-    done = cg.fn.append_basic_block("store.end")
-    b.cbranch(uniform(cg, access.inside(*tile.shape)), inside, edge)
-    b.position_at_end(inside)
-    access.prepare()
-    for v, (i, oc) in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
-        store_elem(cg, v, access.address(i, oc, lane=True), t)
-    b.branch(done)
-    b.position_at_end(edge)
-    if len(vals) <= 16 or not _store_edge_loop(cg, d, origin, tile, vals, t):
-        checked()
-    b.branch(done)
-    b.position_at_end(done)
-
-
-def _row_runs(cg: CodeGen, d: NdDesc, tile) -> List[Tuple[int, int, int, int]]:
-    """For a 2-D tile whose lanes hold rows (lane ``l`` row ``l + r``, as in a transposed DPAS
-    result) in a tensor with unit column stride: the runs of consecutive columns in each lane's
-    slots as (first slot, row, column, length), up to 8 dwords each; else []."""
-    from ...ir.layout import lane_base as base_of
-    t, sg = d.type.elem, cg.target.sg_size
-    stride = d.strides[-1] if len(d.shape) == 2 else None
-    if not (isinstance(stride, ll.Constant) and stride.constant == 1) or t.bits not in (16, 32) or t.is_bool \
-            or tile.rank != 2 or any(base_of(tile.layout, tile.shape, lane)[1] != 0 for lane in range(sg)):
-        return []
-    most = 8 * 32 // t.bits
-    runs, offs = [], [tuple(o) for o in lane_slot_offsets(tile.layout, tile.shape)]
-    s = 0
-    while s < len(offs):
-        r, c = offs[s]
-        n = 1
-        while s + n < len(offs) and n < most and offs[s + n] == (r, c + n):
-            n += 1
-        if n * t.bits % 32:
-            return []
-        runs.append((s, r, c, n))
-        s += n
-    return runs if len(runs) < len(offs) else []
-
-
-def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, runs, checked) -> None:
-    """A tile with the ``runs`` of ``_row_runs``: inside the tensor, each run of a lane's columns
-    is one vector store (IGC makes it one message of up to 8 dwords per lane, as many messages as a
-    2D block store would take; the CPU device, a scatter per dword); at the edges, ``checked``
-    (element by element)."""
-    b, t = cg.b, d.type.elem
-    et = mem_type(t)
-    inside, edge = cg.fn.append_basic_block("store.inside"), cg.fn.append_basic_block("store.edge")
-    done = cg.fn.append_basic_block("store.end")
-    b.cbranch(TileAccess(cg, d, origin).inside(*tile.shape), inside, edge)
-    b.position_at_end(inside)
-    row0 = b.add(origin[0], lane_base(cg, tile.layout, tile.shape)[0])
-    stride = cg.to_i64(d.strides[0])
-    vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
-    for s, r, c, n in runs:
-        row = b.mul(cg.to_i64(b.add(row0, cg.i32(r))), stride)
-        ptr = cg.gep(d.base, et, b.add(row, cg.to_i64(b.add(origin[1], cg.i32(c)))))
-        if vec is not None and isinstance(vec.type, ll.VectorType) and _bits(vec.type.element) == t.bits:
-            data = b.shuffle_vector(vec, ll.Constant(vec.type, None),
-                                    ll.Constant(ll.VectorType(I32, n), list(range(s, s + n))))
-        else:
-            data = ll.Constant(ll.VectorType(vals[s].type, n), None)
-            for i in range(n):
-                data = b.insert_element(data, vals[s + i], cg.i32(i))
-        words = ll.VectorType(I32, n * t.bits // 32)
-        b.store(b.bitcast(data, words), ptr, align=t.itemsize)
-    b.branch(done)
-    b.position_at_end(edge)
-    checked()
-    b.branch(done)
-    b.position_at_end(done)
-
-
-def _store_edge_loop(cg: CodeGen, d: NdDesc, origin, tile, vals, t) -> bool:
-    """The edge of a large CPU tile store as a loop over its rows: the slots go to a private
-    array, each row stores its columns in bounds. One masked store per slot in straight-line code
-    made the driver's compile take seconds for a 64 x 64 tile. False (nothing emitted) unless the
-    slots are row-major."""
-    b = cg.b
-    offs = lane_slot_offsets(tile.layout, tile.shape)
-    cols = sorted({oc for _, oc in offs})
-    rows = tile.shape[0]
-    if [tuple(o) for o in offs] != [(i, oc) for i in range(rows) for oc in cols]:
-        return False
-    et = vals[0].type
-    arr_t = ll.ArrayType(et, len(vals))
-    with b.goto_block(cg.entry):
-        arr = b.alloca(arr_t)
-    for j, v in enumerate(vals):
-        b.store(v, b.gep(arr, [cg.i32(0), cg.i32(j)]))
-    col0 = b.add(origin[1], lane_base(cg, tile.layout, tile.shape)[1])
-    col_ok = []
-    for oc in cols:
-        c = b.add(col0, cg.i32(oc))
-        col_ok.append((c, b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, d.shape[1]))))
-    pre = b.block
-    loop, end = cg.fn.append_basic_block("store.rows"), cg.fn.append_basic_block("store.rows.end")
-    b.branch(loop)
-    b.position_at_end(loop)
-    i = b.phi(I32)
-    i.add_incoming(cg.i32(0), pre)
-    r = b.add(origin[0], i)
-    row_ok = b.and_(b.icmp_signed(">=", r, cg.i32(0)), b.icmp_signed("<", r, d.shape[0]))
-    row_off = b.mul(cg.to_i64(r), cg.to_i64(d.strides[0]))
-    for n, (c, ok) in enumerate(col_ok):
-        v = b.load(b.gep(arr, [cg.i32(0), b.add(b.mul(i, cg.i32(len(cols))), cg.i32(n))]))
-        ptr = cg.gep(d.base, mem_type(t), b.add(row_off, b.mul(cg.to_i64(c), cg.to_i64(d.strides[1]))))
-        cg.masked(b.and_(row_ok, ok), lambda v=v, p=ptr: store_elem(cg, v, p, t))
-    i1 = b.add(i, cg.i32(1))
-    i.add_incoming(i1, b.block)
-    b.cbranch(b.icmp_signed("<", i1, cg.i32(rows)), loop, end)
-    b.position_at_end(end)
-    return True
 
 
 def _transpose32(t: DType, lay, shape, sg: int):
@@ -611,8 +351,6 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
         _store_rows(cg, d, surf, r0, w, len(ints), data)
 
 
-def _bits(t: ll.Type) -> int:
-    return t.width if isinstance(t, ll.IntType) else {F16: 16, F32: 32}.get(t, 0)
 
 
 def _store_rows(cg: CodeGen, d: NdDesc, surf: List, r0: int, w: int, n: int, data) -> None:
