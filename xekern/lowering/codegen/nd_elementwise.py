@@ -218,19 +218,11 @@ def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, runs, checked) -
     b.position_at_end(inside)
     row0 = b.add(origin[0], lane_base(cg, tile.layout, tile.shape)[0])
     stride = cg.to_i64(d.strides[0])
-    vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
     for s, r, c, n in runs:
         row = b.mul(cg.to_i64(b.add(row0, cg.i32(r))), stride)
         ptr = cg.gep(d.base, et, b.add(row, cg.to_i64(b.add(origin[1], cg.i32(c)))))
-        if vec is not None and isinstance(vec.type, ll.VectorType) and _bits(vec.type.element) == t.bits:
-            data = b.shuffle_vector(vec, ll.Constant(vec.type, None),
-                                    ll.Constant(ll.VectorType(I32, n), list(range(s, s + n))))
-        else:
-            data = ll.Constant(ll.VectorType(vals[s].type, n), None)
-            for i in range(n):
-                data = b.insert_element(data, vals[s + i], cg.i32(i))
-        words = ll.VectorType(I32, n * t.bits // 32)
-        b.store(b.bitcast(data, words), ptr, align=t.itemsize)
+        data = slots_as_vector(cg, vals, s, n, t.bits)
+        b.store(b.bitcast(data, ll.VectorType(I32, n * t.bits // 32)), ptr, align=t.itemsize)
     b.branch(done)
     b.position_at_end(edge)
     checked()
@@ -278,6 +270,22 @@ def _store_edge_loop(cg: CodeGen, d: NdDesc, origin, tile, vals, t) -> bool:
     b.cbranch(b.icmp_signed("<", i1, cg.i32(rows)), loop, end)
     b.position_at_end(end)
     return True
+
+
+def slots_as_vector(cg: CodeGen, vals, s: int, n: int, bits: int):
+    """Slots ``s .. s + n`` of a lane as one ``<n x i{bits}>``: a piece of the vector the slots
+    come from (one shufflevector) when they are ``VecSlots`` of that width, else built element by
+    element."""
+    b = cg.b
+    vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
+    if vec is not None and isinstance(vec.type, ll.VectorType) and _bits(vec.type.element) == bits:
+        piece = b.shuffle_vector(vec, ll.Constant(vec.type, None),
+                                 ll.Constant(ll.VectorType(I32, n), list(range(s, s + n))))
+    else:
+        piece = ll.Constant(ll.VectorType(vals[s].type, n), None)
+        for i in range(n):
+            piece = b.insert_element(piece, vals[s + i], cg.i32(i))
+    return b.bitcast(piece, ll.VectorType(ll.IntType(bits), n))
 
 
 def _bits(t: ll.Type) -> int:

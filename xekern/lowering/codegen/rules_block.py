@@ -30,7 +30,8 @@ from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F32, I1, I16, I32, I64, mangle_args
 from .rules_arith import sub_group_shuffle, widen
 from .rules_memory import lane_base, load_elem, zero
-from .nd_elementwise import _bits, _block_shift, _branch_values, _load_elementwise, _origin, _store_elementwise
+from .nd_elementwise import (_block_shift, _branch_values, _load_elementwise, _origin, _store_elementwise,
+                             slots_as_vector)
 
 
 # ---- descriptors ---------------------------------------------------------------------------------
@@ -330,27 +331,16 @@ def _store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     surf = _surface(cg, d, _origin(cg, d, op))
     for r0 in range(0, h, rows):
         n = min(rows, h - r0)
-        vec = vals.vec if isinstance(vals, VecSlots) and vals.per == 1 else None
-        if t.bits * n == 128 and isinstance(getattr(vec, "type", None), ll.VectorType) and \
-                _bits(vec.type.element) == t.bits:  # a piece of the vector the slots come from
-            piece = cg.b.shuffle_vector(vec, ll.Constant(vec.type, None),
-                                        ll.Constant(ll.VectorType(I32, n), list(range(r0, r0 + n))))
-            _store_rows(cg, d, surf, r0, w, n, cg.b.bitcast(piece, ll.VectorType(ll.IntType(t.bits), n)))
+        if t.bits * n == 128:
+            _store_rows(cg, d, surf, r0, w, n, slots_as_vector(cg, vals, r0, n, t.bits))
             continue
-        chunk = vals[r0:r0 + rows]
-        ints = [cg.b.bitcast(v, ll.IntType(t.bits)) if not isinstance(v.type, ll.IntType) else v for v in chunk]
-        if t.bits * len(ints) == 128:
-            data = ll.Constant(ll.VectorType(ll.IntType(t.bits), len(ints)), None)
-            for i, v in enumerate(ints):
-                data = cg.b.insert_element(data, v, cg.i32(i))
-        else:  # fewer bits: pack into one scalar
-            wide = ll.IntType(max(8, t.bits * len(ints)))
-            data = ll.Constant(wide, 0)
-            for i, v in enumerate(ints):
-                data = cg.b.or_(data, cg.b.shl(cg.b.zext(v, wide), ll.Constant(wide, i * t.bits)))
-        _store_rows(cg, d, surf, r0, w, len(ints), data)
-
-
+        ints = [cg.b.bitcast(v, ll.IntType(t.bits)) if not isinstance(v.type, ll.IntType) else v
+                for v in vals[r0:r0 + n]]
+        wide = ll.IntType(max(8, t.bits * n))  # fewer bits: pack into one scalar
+        data = ll.Constant(wide, 0)
+        for i, v in enumerate(ints):
+            data = cg.b.or_(data, cg.b.shl(cg.b.zext(v, wide), ll.Constant(wide, i * t.bits)))
+        _store_rows(cg, d, surf, r0, w, n, data)
 
 
 def _store_rows(cg: CodeGen, d: NdDesc, surf: List, r0: int, w: int, n: int, data) -> None:
