@@ -13,7 +13,9 @@ after each mode. Modes:
 * ``same``: the same binary every time, one queue;
 * ``distinct``: a distinct binary every time, one queue;
 * ``distinct_launched``: as ``distinct``, each kernel also launched once and waited for;
-* ``distinct_new_context``: a distinct binary in a fresh context and queue each time, both dropped.
+* ``distinct_new_context``: a distinct binary in a fresh context and queue each time, both dropped;
+* ``distinct_handed_back``: as ``distinct``, with the references dpctl leaks handed back as
+  xekern's ``build_kernel`` does (``xekern/runtime/driver_refs.py``).
 
 With ``--maps`` the growth is attributed to the process's memory mappings (``/proc/self/smaps``):
 anonymous heap (``[heap]`` and anonymous mappings) versus executable mappings (JIT code).
@@ -98,7 +100,7 @@ def variant(spirv: bytes, i: int) -> bytes:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=200)
-    ap.add_argument("--modes", default="same,distinct,distinct_launched,distinct_new_context")
+    ap.add_argument("--modes", default="same,distinct,distinct_launched,distinct_new_context,distinct_handed_back")
     ap.add_argument("--maps", action="store_true", help="attribute growth to mapping kinds")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -114,6 +116,7 @@ def main(argv=None) -> dict:
 
     import numpy as np
     from xekern.runtime import device as dev
+    from xekern.runtime import driver_refs
     dp = dev.dpctl()
     dev_cpu = dp.SyclDevice("opencl:cpu")
     queue = dp.SyclQueue(dev_cpu)
@@ -138,6 +141,8 @@ def main(argv=None) -> dict:
             q = dp.SyclQueue(dp.SyclContext(dev_cpu), dev_cpu) if mode == "distinct_new_context" else queue
             prog = make(q, spv)
             k = prog.get_sycl_kernel("probe_%04d" % j)
+            if mode == "distinct_handed_back":
+                assert driver_refs.release_leaked(k, q), driver_refs.stats
             if mode == "distinct_launched":
                 q.submit(k, [x, o, ctypes_int(n)], [n], [64]).wait()  # 4 subgroups of 16
             del k, prog, q

@@ -18,7 +18,9 @@ def test_long_run_benchmark_smoke():
     # the in-memory cache is bounded (XEKERN_KERNEL_CACHE_SIZE=8): of the calibration's C=0 and the 20
     # specializations, the 13 least recently used were dropped
     assert run["compiled"] == 20 and run["memory_cache"] == 8 and run["evictions"] == 13, run
-    assert run["driver_builds"] == 20 and out["driver_retained_per_program_kib"] > 0
+    assert run["driver_builds"] == 20
+    # each build handed back the references dpctl 0.22 leaks (xekern/runtime/driver_refs.py)
+    assert run["driver_refs_returned"] == 20, run
     assert run["cache_entries"] == 22 and run["cache_bytes"] > 0  # 20 specializations, C=0, the add kernel
     assert out["device_launches"]["rss_after_kib"] > 0
     # launches on device arrays allocate nothing that stays: allow 16 MiB of allocator noise

@@ -14,6 +14,7 @@
 | ``XEKERN_OCL_ICD`` | found | path of the OpenCL CPU runtime library (``libintelocl.so``) if it is not found |
 | ``XEKERN_SPIRV_EXT`` | from the target | ``1``/``0`` forces GPU codegen's SPIR-V 2D block IO / matrix-multiply ops table on/off |
 | ``XEKERN_KERNEL_CACHE_SIZE`` | ``256`` | compiled specializations each kernel keeps in memory (least recently used dropped first) |
+| ``XEKERN_DRIVER_REFS`` | ``1`` | ``0`` keeps the OpenCL references dpctl 0.22 leaks per build (``runtime/driver_refs.py``) |
 """
 from __future__ import annotations
 
@@ -67,6 +68,10 @@ def llvm_isolation() -> bool:
 
 def ocl_icd() -> Optional[str]:
     return os.environ.get("XEKERN_OCL_ICD") or None
+
+
+def driver_refs() -> bool:
+    return _flag("XEKERN_DRIVER_REFS", True)
 
 
 def spirv_ext() -> Optional[bool]:

@@ -163,8 +163,11 @@ def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
         raise LaunchError(f"the device driver rejected kernel '{name}'"
                           f"{f' (options {copts!r})' if copts else ''}: {e}") from None
     from .cache import stats
-    stats["driver_builds"] += 1  # each one keeps ~1.8 MiB on the OpenCL CPU runtime: docs/troubleshooting.md
-    return prog.get_sycl_kernel(name)
+    from .driver_refs import release_leaked
+    stats["driver_builds"] += 1
+    kernel = prog.get_sycl_kernel(name)
+    release_leaked(kernel, queue)  # dpctl 0.22's OpenCL interop would keep 2-3 MiB per program
+    return kernel
 
 
 def grf_copts(device, grf_mode) -> str:
