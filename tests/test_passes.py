@@ -212,6 +212,42 @@ def test_slm_transpose_of_int8_a():
 
 
 @xk.jit
+def k_at_steps(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr,
+               STEPS: xl.constexpr):
+    a_desc = xl.make_tensor_descriptor(a_ptr, shape=(K, M), strides=(M, 1), block_shape=(BK, BM))   # A stored K x M
+    b_desc = xl.make_tensor_descriptor(b_ptr, shape=(K, N), strides=(N, 1), block_shape=(BK, BN))
+    c_desc = xl.make_tensor_descriptor(c_ptr, shape=(M, N), strides=(N, 1), block_shape=(BM, BN))
+    acc = xl.zeros((BM, BN), xl.float32)
+    for k0 in range(0, K, BK * STEPS):
+        for u in xl.static_range(STEPS):
+            acc = xl.dot(a_desc.load((k0 + u * BK, 0), transpose=True), b_desc.load((k0 + u * BK, 0)), acc)
+    c_desc.store((0, 0), acc)
+
+
+def _loop_barriers(sg: str) -> int:
+    """Barriers inside the scf.for of a printed sg-level function."""
+    body = sg[sg.index("scf.for"):]
+    return sum(1 for line in body.splitlines() if line.strip().startswith("gpu.barrier"))
+
+
+def test_slm_exchanges_in_a_loop_keep_only_the_barriers_they_need():
+    """bf16 A^T goes through SLM too (slm-transpose). One exchange per iteration needs both barriers
+    (its matrix is written again at the next iteration's top); with two K steps, each exchange's
+    second barrier is redundant: the other exchange's first one lies between its loads and its next
+    stores (lowering/slm_barriers.py)."""
+    sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,
+               BM=32, BN=32, BK=32)
+    one = stages(k_at_steps, STEPS=1, **sig)
+    assert "slm_block = [8, 16]" in one["slm-transpose"]
+    assert _loop_barriers(one["sg"]) == 2 and one["sg"].count("xegpu.store_matrix") >= 1
+    two = stages(k_at_steps, STEPS=2, **sig)
+    assert _loop_barriers(two["sg"]) == 2, two["sg"]
+    # store m0; barrier; load m0; store m1; barrier; load m1
+    check(two["sg"], r"scf.for", r"xegpu.store_matrix %\S+, %(\d+)", r"gpu.barrier", r"xegpu.load_matrix",
+          r"xegpu.store_matrix", r"gpu.barrier", r"xegpu.load_matrix", r"scf.yield")
+
+
+@xk.jit
 def k_bf16_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr):
     a_desc = xl.make_tensor_descriptor(a_ptr, shape=(M, K), strides=(K, 1), block_shape=(BM, BK))
     b_desc = xl.make_tensor_descriptor(b_ptr, shape=(K, N), strides=(N, 1), block_shape=(BK, BN))

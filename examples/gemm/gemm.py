@@ -7,7 +7,8 @@
 
 dtypes: f32 (tf32 DPAS on GPUs, float32 on the CPU device), bf16 and f16 (float32 accumulation,
 output bf16/f16/f32), int8 -> int32. Layouts: nn, nt, tn, tt — t means the operand is stored
-transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads, except tt, which
+transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads (on pvc a 16-bit or
+int8 A^T is loaded as stored and transposed through SLM: pass slm-transpose), except tt, which
 computes C^T = B^T A^T from both operands as stored and transposes C^T once. Any M, N, K.
 """
 from __future__ import annotations
@@ -126,9 +127,9 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
 # ---- configurations ---------------------------------------------------------------------------------
 
 def configs_for(dtype: str, target: str, layout: str = "nn"):
-    """Autotuning candidates (tile shapes and subgroups) per operand dtype, target family and
-    layout (tn keeps one K step per iteration: its transposed A takes twice the registers and two
-    steps spill; tt reads both operands as stored, see gemm_kernel)."""
+    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family; every
+    ``layout`` takes the same ones (tn's transposed A goes through SLM, pass slm-transpose; tt reads
+    both operands as stored, see gemm_kernel)."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
     if target == "dg2":
@@ -140,10 +141,10 @@ def configs_for(dtype: str, target: str, layout: str = "nn"):
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
-        # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 62.7% dpas for nn and tt (`--isa`)
-        u = 1 if layout == "tn" else 2
-        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=u), num_subgroups=32),
-                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=u), num_subgroups=16)]
+        # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 62.7% dpas for nn and tt, and
+        # tn's two SLM exchanges need one barrier each instead of two (`--isa`)
+        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=32),
+                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":
         # the CPU's f32 dot is an FMA micro-kernel per lane (target.fma_dot): one subgroup per
         # workgroup; its K loops run over groups of rows whose accumulators fit the registers, so a

@@ -55,7 +55,7 @@ def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
                density=lc.dpas_share if lc else 0.0, stores=r.counts.store_block2d,
                # C^T's rows (tt): one untyped store of up to 8 dwords per lane and run of columns
                row_stores=len(re.findall(r"store\.ugm\.d32x[248]\.", r.text)))
-    # SLM messages (load/store/fence.slm: the cooperative transpose of int8 A^T) and barriers apart from
+    # SLM messages (load/store/fence.slm: the cooperative transpose of tn's A^T) and barriers apart from
     # the other sends, which are global memory messages that are not 2D block IO (gathers, fences)
     sends = lc.sends if lc else {}
     row["slm"] = sum(n for k, n in sends.items() if k.endswith(".slm"))

@@ -35,13 +35,16 @@ from .rewrite import Rewriter, STRUCTURED_RULES
 
 
 def needs_slm_transpose(target, elem) -> bool:
-    """Whether a transposed A operand of ``elem`` needs the SLM route on ``target``: its DPAS packs
-    several K elements per lane (a 32-bit transposed block load holds one memory row per lane),
-    and the untransposed tile can be loaded with VNNI 2D block loads."""
+    """Whether a transposed A operand of ``elem`` takes the SLM route on ``target``: DPAS packs
+    2 (16-bit) or 4 (8-bit) consecutive K elements of a row in each dword, while a 32-bit
+    transposed block load puts one memory row in each lane. int8 would then be gathered element
+    by element, and 16-bit words unzipped with two movs per register (the pvc bf16 tn K loop was
+    25.8% dpas that way, 41% through SLM: ``gemm.py --isa``). The untransposed tile must load with
+    VNNI 2D block loads."""
     shape = target.dpas_shape(elem)
     info = target.block2d_for(elem)
-    return (shape is not None and elem.name not in target.fma_dot and shape.k // target.sg_size > 1
-            and info is not None and info.vnni and elem.bits < 32)
+    return (shape is not None and elem.name not in target.fma_dot and info is not None and info.vnni
+            and elem.bits < 32)
 
 
 class SlmTranspose(Rewriter):

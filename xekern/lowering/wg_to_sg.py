@@ -20,6 +20,7 @@ from ..ir.core import Op, Value
 from ..ir.layout import Layout, SliceLayout, sg_splits
 from ..ir.types import MemDescType, TensorDescType, VectorType
 from .distribute import Split, Splitter, combine_kind
+from . import slm_barriers
 from .rewrite import PassError
 
 
@@ -35,6 +36,12 @@ class WgToSg(Splitter):
         self._coords: Dict[tuple, List[Value]] = {}
         self._bases: Dict[tuple, Value] = {}
         self._owners: Dict[tuple, Optional[Value]] = {}
+        self.trailing: Dict[Op, Value] = {}  # exchange's second barrier -> the SLM matrix only it writes
+
+    def run(self, func: ir.FuncOp) -> ir.FuncOp:
+        out = super().run(func)
+        slm_barriers.drop_redundant(out, self.trailing)
+        return out
 
     # ---- subgroup coordinates (computed once, in the function's entry) ---------------------------
     def sg_id(self) -> Value:
@@ -165,22 +172,26 @@ class WgToSg(Splitter):
             return [self.all(src)]
         block = op.attrs.get("slm_block")
         mem = self.slm(res.type.shape, res.type.elem, tuple(block) if block else None)
-        return self.through_slm(op, src, res, mem)
+        return self.through_slm(op, src, res, mem, private=True)
 
     def rule_shuffle_tensor(self, op: ir.ShuffleTensorOp):
         """Always through the caller's SLM matrix, even between equal layouts (seed 002's lowering)."""
         return self.through_slm(op, op.source, op.result, self.get(op.mem))
 
-    def through_slm(self, op: Op, src: Value, res: Value, mem: Value):
+    def through_slm(self, op: Op, src: Value, res: Value, mem: Value, private: bool = False):
         """Every subgroup stores its pieces of ``src`` into ``mem``, a barrier, loads its pieces of
-        ``res``, a barrier (the matrix may then be written again)."""
+        ``res``, a barrier (the matrix may then be written again; when only this exchange writes
+        ``mem`` (``private``), ``slm_barriers`` may find that barrier redundant in a loop)."""
         ss, rs = self._split_of(src, op), self._split_of(res, op)
         for i, p in enumerate(self.all(src)):
             self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
         self.b.create(ir.BarrierOp).attrs["memory"] = "local"  # only SLM crosses: no global fence
         out = [self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in self.origin(rs, i)], rs.piece_type)
                for i in range(rs.count)]
-        self.b.create(ir.BarrierOp).attrs["memory"] = "local"
+        bar = self.b.create(ir.BarrierOp)
+        bar.attrs["memory"] = "local"
+        if private:
+            self.trailing[bar] = mem
         return [out]
 
 
