@@ -36,12 +36,9 @@ def drop_redundant(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
     dropped = 0
     for loop in [o for o in func.walk() if isinstance(o, ir.ForOp)]:
         ops = loop.body.ops
-        for i, bar in enumerate(list(ops)):
-            mem = trailing.get(bar)
-            if mem is None:
-                continue
-            order = ops[i + 1:] + ops[:i]
-            for op in order:
+        for bar in [o for o in ops if o in trailing]:
+            mem, i = trailing[bar], ops.index(bar)
+            for op in ops[i + 1:] + ops[:i]:  # on to the body's end, then from its start
                 if isinstance(op, ir.BarrierOp) and op not in trailing:
                     ops.remove(bar)
                     dropped += 1

@@ -138,7 +138,9 @@ def reference_counts(kernel, program: bool = True) -> Optional[Tuple[int, Option
         return None
     cl = api[1]
     k = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_REFERENCE_COUNT)
-    p = _info(cl.clGetProgramInfo, _info(cl.clGetKernelInfo, handle, _CL_KERNEL_PROGRAM),
-              _CL_PROGRAM_REFERENCE_COUNT) if program else None
+    p = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_PROGRAM) if program else None
+    p = p and _info(cl.clGetProgramInfo, p, _CL_PROGRAM_REFERENCE_COUNT)
     cl.clReleaseKernel(handle)
+    if k is None or (program and p is None):
+        return None
     return (k & 0xFFFFFFFF) - 1, p & 0xFFFFFFFF if p is not None else None
