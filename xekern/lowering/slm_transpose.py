@@ -1,10 +1,10 @@
 """Pass ``slm-transpose``: a transposed DPAS A operand that no 2D block load can deliver is loaded
 as stored and transposed cooperatively through shared local memory (seed 001).
 
-A DPAS A fragment gives each lane ``k / sg_size`` consecutive K elements of a row (two int8 on
-pvc). Loaded transposed from a K x M tensor, those K elements sit in consecutive *memory rows*,
-but the only transposed 2D block load (32-bit, HARDWARE.md) gives each lane one memory row: the
-load would be done element by element (gathers). Instead the workgroup loads the K x M tile as it
+A DPAS A fragment packs consecutive K elements of a row in each dword (two 16-bit, four int8).
+Loaded transposed from a K x M tensor, those K elements sit in consecutive *memory rows*, but the
+only transposed 2D block loads (32- and 64-bit, HARDWARE.md) give each lane one memory row: int8
+would be loaded element by element (gathers), 16-bit words unzipped in registers. Instead the workgroup loads the K x M tile as it
 is stored, with VNNI 2D block loads (each lane one column, ``32 / bits`` consecutive rows packed
 in a dword, the subgroups sharing the tile without replication), and redistributes it into the
 DPAS layout through SLM::
@@ -38,9 +38,9 @@ def needs_slm_transpose(target, elem) -> bool:
     """Whether a transposed A operand of ``elem`` takes the SLM route on ``target``: DPAS packs
     2 (16-bit) or 4 (8-bit) consecutive K elements of a row in each dword, while a 32-bit
     transposed block load puts one memory row in each lane. int8 would then be gathered element
-    by element, and 16-bit words unzipped with two movs per register (the pvc bf16 tn K loop was
-    25.8% dpas that way, 41% through SLM: ``gemm.py --isa``). The untransposed tile must load with
-    VNNI 2D block loads."""
+    by element, and 16-bit words unzipped with two movs per register (the flagship's pvc bf16 tn
+    K loop was 25.2% dpas that way, 44.1% through SLM: ``gemm.py --isa``). The untransposed tile
+    must load with VNNI 2D block loads."""
     shape = target.dpas_shape(elem)
     info = target.block2d_for(elem)
     return (shape is not None and elem.name not in target.fma_dot and info is not None and info.vnni
