@@ -4,10 +4,10 @@ as stored and transposed cooperatively through shared local memory (seed 001).
 A DPAS A fragment packs consecutive K elements of a row in each dword (two 16-bit, four int8).
 Loaded transposed from a K x M tensor, those K elements sit in consecutive *memory rows*, but the
 only transposed 2D block loads (32- and 64-bit, HARDWARE.md) give each lane one memory row: int8
-would be loaded element by element (gathers), 16-bit words unzipped in registers. Instead the workgroup loads the K x M tile as it
-is stored, with VNNI 2D block loads (each lane one column, ``32 / bits`` consecutive rows packed
-in a dword, the subgroups sharing the tile without replication), and redistributes it into the
-DPAS layout through SLM::
+would be loaded element by element (gathers), 16-bit words unzipped in registers. Instead the
+workgroup loads the K x M tile as it is stored, with VNNI 2D block loads (each lane one column,
+``32 / bits`` consecutive rows packed in a dword, the subgroups sharing the tile without
+replication), and redistributes it into the DPAS layout through SLM::
 
     %a = xegpu.load_nd %td[%k, %m] {transpose = [1, 0]} : vector<MxK>        (A of a dpas)
 becomes
@@ -15,7 +15,8 @@ becomes
     %u = vector.transpose %t [1, 0] : vector<MxK>                             (free: lanes relabelled)
     %a = xegpu.convert_layout %u {slm_block = [8, 32]} : vector<MxK>
 
-``wg-to-sg`` lowers the convert_layout to ``store_matrix``, barrier, ``load_matrix``, barrier.
+``wg-to-sg`` lowers the convert_layout to ``store_matrix``, barrier, ``load_matrix``, barrier
+(the second one goes when it is redundant in a loop: ``slm_barriers``).
 ``slm_block`` (the DPAS A block) stores the SLM matrix as contiguous fragment-sized blocks, so a
 lane's VNNI dwords are one wide SLM store and each subgroup reads its A fragments back with
 sub-group block reads. The pass runs before layout propagation, which lays out everything else.
