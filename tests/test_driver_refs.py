@@ -1,6 +1,8 @@
 """The OpenCL references dpctl 0.22 leaks at each build are handed back (xekern/runtime/driver_refs.py),
 and nothing more: a built kernel keeps exactly SYCL's own references, still launches, and a second
 hand-back is refused. The memory figures are in ``python benchmarks/long_run.py``."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -67,7 +69,6 @@ def test_the_leak_it_hands_back_is_dpctls_and_a_second_hand_back_is_refused(rng)
     dx, dout = d.memory.MemoryUSMDevice(4 * n, queue=q), d.memory.MemoryUSMDevice(4 * n, queue=q)
     dx.copy_from_host(x.view(np.uint8))
     dout.copy_from_host(out.view(np.uint8))
-    import ctypes
     q.submit(k, [dx, dout, ctypes.c_int32(n)], [320], [64]).wait()
     dout.copy_to_host(out.view(np.uint8))
     np.testing.assert_allclose(out, x.astype(np.float64) * 5.0 + 1.0, rtol=1e-6, atol=1e-6)

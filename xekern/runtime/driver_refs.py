@@ -84,8 +84,17 @@ def _lookup():
 
 
 def _info(query, handle, what: int) -> Optional[int]:
+    """One integer or handle of ``clGet*Info`` (a cl_uint fills the low half), None on an error."""
     v = ctypes.c_uint64(0)
-    return v.value if query(handle, what, 8, ctypes.byref(v), None) == 0 else None
+    return v.value if handle and query(handle, what, 8, ctypes.byref(v), None) == 0 else None
+
+
+def _counts(cl, handle, program: bool = True):
+    """(kernel references, the cl_program, its references) of ``handle``; the program's two are
+    None when not asked for (or when the driver does not answer)."""
+    kernel_refs = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_REFERENCE_COUNT)
+    prog = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_PROGRAM) if program else None
+    return kernel_refs, prog, _info(cl.clGetProgramInfo, prog, _CL_PROGRAM_REFERENCE_COUNT)
 
 
 def _driver_api():
@@ -110,14 +119,12 @@ def release_leaked(kernel, queue) -> bool:
         stats["left"] += 1
         return False
     cl = api[1]
-    program = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_PROGRAM)
-    counts = (_info(cl.clGetKernelInfo, handle, _CL_KERNEL_REFERENCE_COUNT),
-              program and _info(cl.clGetProgramInfo, program, _CL_PROGRAM_REFERENCE_COUNT))
-    counts = tuple(c & 0xFFFFFFFF if c is not None else None for c in counts)  # cl_uint
-    if counts != _LEAK_PATTERN:
+    kernel_refs, program, program_refs = _counts(cl, handle)
+    if (kernel_refs, program_refs) != _LEAK_PATTERN:
         cl.clReleaseKernel(handle)
         stats["left"] += 1
-        stats["why_left"] = f"reference counts (kernel, program) {counts}, not the leak's {_LEAK_PATTERN}"
+        stats["why_left"] = (f"reference counts (kernel, program) {(kernel_refs, program_refs)}, "
+                             f"not the leak's {_LEAK_PATTERN}")
         return False
     for _ in range(2):  # ours and dpctl's clCreateKernel
         cl.clReleaseKernel(handle)
@@ -136,11 +143,8 @@ def reference_counts(kernel, program: bool = True) -> Optional[Tuple[int, Option
     handle = api and api[0](kernel.addressof_ref())
     if not handle:
         return None
-    cl = api[1]
-    k = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_REFERENCE_COUNT)
-    p = _info(cl.clGetKernelInfo, handle, _CL_KERNEL_PROGRAM) if program else None
-    p = p and _info(cl.clGetProgramInfo, p, _CL_PROGRAM_REFERENCE_COUNT)
-    cl.clReleaseKernel(handle)
-    if k is None or (program and p is None):
+    kernel_refs, _, program_refs = _counts(api[1], handle, program)
+    api[1].clReleaseKernel(handle)
+    if kernel_refs is None or (program and program_refs is None):
         return None
-    return (k & 0xFFFFFFFF) - 1, p & 0xFFFFFFFF if p is not None else None
+    return kernel_refs - 1, program_refs
