@@ -35,7 +35,7 @@ def test_pvc_k_loop_is_dpas_block_loads_and_prefetches(dtype, layout):
     """SLM messages and barriers are counted apart (``slm``, ``barriers``): only tn has them;
     every other K-loop send must be a 2D block load or prefetch."""
     ab = DTYPES[dtype]
-    unroll = pvc_k_unroll(layout)
+    unroll = pvc_k_unroll()
     r = one("pvc", ab, layout, 256, 256, 64 if dtype == "int8" else 32, 32, 256, unroll)
     assert r["grf"] == 256 and r["spill"] == 0 and r["scratch"] == 0, r
     # 32x64 per subgroup, BK 32 (16-bit) / 64 (int8): 4 x 4 x 2 DPAS 8x16 per K step
@@ -117,7 +117,7 @@ def test_pvc_dpas_read_their_operands_where_the_block_reads_put_them(dtype):
     ab = DTYPES[dtype]
     acc = xl.int32 if ab.is_int else xl.float32
     c = gemm_kernel.compile_offline(signature(ab, acc, "nn", 256, 256, 64 if dtype == "int8" else 32, 2,
-                                              pvc_k_unroll("nn")), target="pvc", num_subgroups=32)
+                                              pvc_k_unroll()), target="pvc", num_subgroups=32)
     r = compile_isa(c.spirv, c.name, "pvc", grf_mode=256)
     loop = find_loops(r.text)[0]
     body = parse_isa(r.text)[0][loop.start:loop.end + 1]

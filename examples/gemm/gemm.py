@@ -126,10 +126,10 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
 
 # ---- configurations ---------------------------------------------------------------------------------
 
-def configs_for(dtype: str, target: str, layout: str = "nn"):
-    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family; every
-    ``layout`` takes the same ones (tn's transposed A goes through SLM, pass slm-transpose; tt reads
-    both operands as stored, see gemm_kernel)."""
+def configs_for(dtype: str, target: str):
+    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family, the
+    same for every layout (tn's transposed A goes through SLM, pass slm-transpose; tt reads both
+    operands as stored, see gemm_kernel)."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
     if target == "dg2":
@@ -161,10 +161,12 @@ def configs_for(dtype: str, target: str, layout: str = "nn"):
 _TUNERS = {}
 
 
-def tuned_kernel(dtype: str, target: str, layout: str = "nn"):
-    key = (dtype, target, layout)
+def tuned_kernel(dtype: str, target: str):
+    """gemm_kernel autotuned over ``configs_for``; the best config is kept per shape and layout
+    (the autotune key)."""
+    key = (dtype, target)
     if key not in _TUNERS:
-        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target, layout), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
+        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
                                    verbose=bool(os.environ.get("XEKERN_AUTOTUNE_VERBOSE", "1") != "0"))(gemm_kernel)
     return _TUNERS[key]
 
@@ -205,7 +207,7 @@ def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None,
     if config is not None:
         return gemm_kernel[grid](*args, **consts, **config.launch_kwargs(), **opts)
     t = target or xk.target_for(queue.sycl_device if queue is not None else None).name
-    return tuned_kernel(kind, t, layout)[grid](*args, **consts, **opts)
+    return tuned_kernel(kind, t)[grid](*args, **consts, **opts)
 
 
 def make_inputs(rng, m, n, k, dtype, layout, batch=0):
@@ -244,7 +246,7 @@ def run_once(args, rng, m, n, k, dtype, layout, check=True):
     out_dt = np_dtype(DTYPES[dtype][2])
     dc = xk.empty(((args.batch,) if args.batch else ()) + (m, n), out_dt, queue=q)
     dc.fill_bytes(0xFF)  # poisoned: unwritten elements read as NaN / -1
-    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name, args.layout)[0] if args.no_tune else None
+    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name)[0] if args.no_tune else None
     run = lambda: gemm(da, db, dc, layout=layout, target=args.target, config=config)  # noqa: E731
     run().wait()
     ms = xk.testing.do_bench(run, warmup=1, rep=args.rep)

@@ -29,9 +29,9 @@ DPAS_CYCLES = 8
 DG2 = {"bfloat16": (64, 32, 16, 8), "int8": (8, 32, 32, 4)}   # gemm.py's first dg2 config per dtype
 
 
-def pvc_k_unroll(layout: str) -> int:
-    """K steps per K-loop iteration of gemm.py's first pvc config for this layout."""
-    return configs_for("bf16", "pvc", layout)[0].kwargs["K_UNROLL"]
+def pvc_k_unroll() -> int:
+    """K steps per K-loop iteration of gemm.py's first pvc config (the same for every layout)."""
+    return configs_for("bf16", "pvc")[0].kwargs["K_UNROLL"]
 
 
 def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
@@ -70,11 +70,11 @@ def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
 
 def report():
     rows = []
-    plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256, pvc_k_unroll(l))
+    plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256, pvc_k_unroll())
             for d in (xl.bfloat16, xl.float16, xl.int8) for l in ("nn", "nt", "tn", "tt")]
     plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
     print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF, K steps per K-loop iteration "
-          + ", ".join(f"{lay} {pvc_k_unroll(lay)}" for lay in ("nn", "nt", "tn", "tt")) + "; dg2 at gemm.py's dg2 configs "
+          f"{pvc_k_unroll()}; dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
           f"{'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} {'model %':>8}")
