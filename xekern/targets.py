@@ -93,14 +93,16 @@ class Target:
     # of rows instead of spilling accumulators every step
     fma_dot_slots: int = 24
     # merge adjacent instruction blocks into one 2D block message (blocking's array_length / stacked
-    # blocks, at most 16 dwords per lane). On pvc the pieces are used in place by inline-vISA DPAS
-    # (codegen/visa_dpas.py); IGC 12504's own DPAS builtin would copy each one out first.
+    # blocks, at most 16 dwords per lane, or raw_block2d_bits for DPAS operands). On pvc the pieces
+    # are used in place by inline-vISA DPAS (codegen/visa_dpas.py); IGC 12504's own DPAS builtin
+    # would copy each one out first.
     merge_block2d: bool = False
     # 2D block loads of at most this many bits per lane, and 2D block prefetches, are sent as inline
     # vISA ``raw_sends`` from a message payload built once outside loops (carried through a K loop
     # as a recurrence: one add per message and iteration). IGC 12504 rebuilds the whole payload
     # (6 movs) for every LSC2DBlockRead. Inline vISA goes through placeholder calls
-    # (lowering/spirv_asm.py), as LLVM's own inline asm stops at 128 bits. 0: off.
+    # (lowering/spirv_asm.py), as LLVM's own inline asm stops at 128 bits. Reads of more than 16
+    # dwords per lane (up to 32 registers) land in named vISA registers. 0: off.
     raw_block2d_bits: int = 0
     # private memory per work item (``xl.alloc_private``, seed 003's ``private(...)`` attribution).
     # IGC's limit, not a measured one: Platform::maxPerThreadScratchSpace is 256 KiB of scratch per
@@ -207,7 +209,7 @@ PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
-    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=512, merge_block2d=True,
+    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=1024, merge_block2d=True,
     private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide

@@ -16,6 +16,7 @@ from typing import Optional
 from .. import ir
 from ..ir.layout import block_offsets
 from ..ir.types import TensorDescType, VectorType
+from .codegen.visa_dpas import PRECISION as VISA_PRECISION
 from .distribute import Split, Splitter
 from .rewrite import PassError
 
@@ -35,6 +36,19 @@ class Blocking(Splitter):
         piece = t.with_shape(inst).with_layout(t.layout.drop_inst())
         return Split(piece, grid, block_offsets(shape, inst), None)
 
+    def run(self, func: ir.FuncOp) -> ir.FuncOp:
+        # loads whose every result is a DPAS A or B operand and nothing else, of a type inline-vISA
+        # DPAS takes: it names them inside a named register, so their messages may exceed an LLVM
+        # vector (codegen's ``_load_named``); any other user would want the pieces as vectors
+        uses = {}
+        for o in func.walk():
+            for i, v in enumerate(o.operands):
+                uses.setdefault(v, []).append((o, i))
+        self.dpas_only = {o for o in func.walk() if isinstance(o, ir.LoadNdOp) and o.results and all(
+            uses.get(r) and all(isinstance(u, ir.DpasOp) and i < 2 and r.type.elem.name in VISA_PRECISION
+                                for u, i in uses[r]) for r in o.results)}
+        return super().run(func)
+
     def nd_tdesc_type(self, t: TensorDescType) -> TensorDescType:
         inst = t.layout.inst_data if t.layout is not None else None
         if inst is None:
@@ -45,7 +59,7 @@ class Blocking(Splitter):
         """Per block, or (on targets with 2D block IO) blocks stacked and side by side in one message:
         ``block_grid = (rows, cols)`` blocks per load, results in payload order (column of blocks
         after column of blocks, rows within), at most 512 bits per lane (16 dwords: larger vectors
-        are not valid SPIR-V)."""
+        are not valid SPIR-V) but for DPAS operands on targets that read into named registers."""
         s = self._split_of(op.result, op)
         t = op.result.type
         info = self.target.block2d_for(t.elem) if self.target.merge_block2d and not self.target.is_cpu else None
@@ -58,9 +72,16 @@ class Blocking(Splitter):
         bits = t.elem.bits
 
 
-        def fits(v, a):  # at most 16 dwords per lane: LLVM's SPIR-V backend and spirv-val cap vectors at 16
+        # at most 16 dwords per lane (LLVM's SPIR-V backend and spirv-val cap vectors at 16), or the
+        # target's raw_block2d_bits for DPAS operands of workgroup-level kernels on IGC's builtins
+        # (codegen's named registers, which inline-vISA DPAS names in place)
+        cap = 16 * 32
+        if op in self.dpas_only and self.ctx.level == "wg" and not self.ctx.spirv_ext:
+            cap = max(cap, self.target.raw_block2d_bits)
+
+        def fits(v, a):
             return (v * h <= info.max_height and a <= info.max_array and a * w <= info.max_width_x_array
-                    and v * h * a * w * bits <= 16 * 32 * lanes and gr % v == 0 and gc % a == 0)
+                    and v * h * a * w * bits <= cap * lanes and gr % v == 0 and gc % a == 0)
         v, a = max(((v, a) for v in (1, 2, 4, 8) for a in (1, 2, 4) if fits(v, a)), key=lambda x: (x[0] * x[1], x[1]),
                    default=(1, 1))
         if v * a == 1:

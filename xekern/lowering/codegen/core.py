@@ -66,31 +66,32 @@ class VecSlots(list):
     are made only when something asks for them: a vector consumed whole costs no extractions.
 
     ``message`` is ``(whole, byte_offset)`` when ``vec`` is a piece of a larger block-read result
-    ``whole`` (a vISA variable): inline vISA can then name the piece in place, without the copy a
-    vector extraction costs."""
+    ``whole`` (a vISA variable, or a ``NamedRegister``): inline vISA can then name the piece in
+    place, without the copy a vector extraction costs. A piece of a named register has no vector
+    until something asks for one: ``make_vec = (anchor, make)`` builds it right after the
+    instruction ``anchor`` (the read) on first use."""
 
-    def __init__(self, slots, vec, per: int = 1, extract=None, builder=None, message=None):
+    def __init__(self, slots, vec, per: int = 1, extract=None, builder=None, message=None, make_vec=None):
         super().__init__(slots)
-        self.vec = vec
+        self._vec = vec
         self.per = per
         self._extract = extract
         self._builder = builder
         self.message = message
+        self._make_vec = make_vec
+
+    @property
+    def vec(self):
+        if self._vec is None and self._make_vec is not None:
+            anchor, make = self._make_vec
+            self._vec = after(self._builder, anchor, make)
+        return self._vec
 
     def _get(self, i):
         v = list.__getitem__(self, i)
         if v is None:
-            b = self._builder
-            block, anchor = b.block, b._anchor
-            home = self.vec.parent
-            before = len(home.instructions)
-            b.position_after(self.vec)
-            try:
-                v = self._extract(i)
-            finally:
-                added = len(home.instructions) - before
-                b.position_at_end(block)
-                b._anchor = anchor + (added if home is block else 0)
+            vec = self.vec
+            v = after(self._builder, vec, lambda: self._extract(i))
             list.__setitem__(self, i, v)
         return v
 
@@ -101,6 +102,29 @@ class VecSlots(list):
 
     def __iter__(self):
         return (self._get(i) for i in range(len(self)))
+
+
+def after(b: ll.IRBuilder, instr: ll.Instruction, make: Callable[[], object]):
+    """``make()`` built right after ``instr``; the builder then goes back to where it was."""
+    block, anchor = b.block, b._anchor
+    home = instr.parent
+    before = len(home.instructions)
+    b.position_after(instr)
+    try:
+        return make()
+    finally:
+        added = len(home.instructions) - before
+        b.position_at_end(block)
+        b._anchor = anchor + (added if home is block else 0)
+
+
+@dataclass(frozen=True)
+class NamedRegister:
+    """A vISA variable declared by inline asm (``.decl``) and named in later asm statements: a
+    block read wider than an LLVM vector may be (16 components) lands in one."""
+
+    name: str
+    dwords: int  # per lane
 
 
 def lazy_slots(cg: "CodeGen", vec, count: int, per: int, make) -> VecSlots:
@@ -270,18 +294,28 @@ class CodeGen:
             self._asm[key] = fn
         return self.b.call(fn, args)
 
+    def declare(self, text: str) -> None:
+        """A vISA declaration (``.decl``) as an inline-asm statement of its own in the entry block:
+        once per kernel, wherever the code that names the variable ends up."""
+        self.in_entry(lambda: self.asm(ll.VoidType(), text, "", []))
+
     # ---- ids (cached in the entry block) ------------------------------------------------------------
+    def in_entry(self, make):
+        """``make()`` built at the end of the entry block; the builder then goes back to where it was."""
+        b = self.b
+        block, anchor = b.block, b._anchor
+        with b.goto_block(self.entry):
+            v = make()
+        if block is not self.entry:  # (goto_block returns to the end of the block, past a terminator)
+            b.position_at_end(block)
+            b._anchor = anchor
+        return v
+
     def cached(self, key, make):
         """``make()``'s value, built once in the entry block so it dominates every use."""
         v = self._cache.get(key)
         if v is None:
-            b = self.b
-            block, anchor = b.block, b._anchor
-            with b.goto_block(self.entry):
-                v = self._cache[key] = make()
-            if block is not self.entry:  # (goto_block returns to the end of the block, past a terminator)
-                b.position_at_end(block)
-                b._anchor = anchor
+            v = self._cache[key] = self.in_entry(make)
         return v
 
     def cached_here(self, key, make):

@@ -24,7 +24,7 @@ from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
 from ..rewrite import PassError
 from ..spirv_asm import is_asm
-from .core import CodeGen, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
+from .core import CodeGen, NamedRegister, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
 from .recurrence import affine, at_entry, step_of, whole_step
 from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F32, I1, I16, I32, I64, mangle_args
@@ -139,19 +139,23 @@ def _genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int
     return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)
 
 
-def _unpacked(cg: CodeGen, vec, count: int, t: DType) -> VecSlots:
-    """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand."""
-    per = count // vec.type.count
+def _unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=None, make_vec=None) -> VecSlots:
+    """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand.
+    Without ``vec``, ``make_vec`` makes it (a vector of ``words`` components, see ``VecSlots``)."""
+    per = count // (vec.type.count if vec is not None else words)
     bits = t.bits
 
     def make(i):
         b = cg.b
-        e = b.extract_element(vec, cg.i32(i // per))
+        e = b.extract_element(vec if vec is not None else slots.vec, cg.i32(i // per))
         v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, (i % per) * bits)), ll.IntType(bits))
         if v.type.width != bits:
             v = b.trunc(v, ll.IntType(bits))
         return v if v.type == ll_type(t) else b.bitcast(v, ll_type(t))
-    return lazy_slots(cg, vec, count, per, make)
+    if vec is not None:
+        return lazy_slots(cg, vec, count, per, make)
+    slots = VecSlots([None] * count, None, per, make, cg.b, message, make_vec)
+    return slots
 
 
 def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) -> List:
@@ -171,6 +175,8 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
     if tr:
         return [_load_transposed32(cg, op, d, tiles[0], read)]
     slots = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles)
+    if slots * t.bits > 16 * 32 and read is _genisa_read:
+        return _load_named(cg, op, d, tiles, w, h, n, packed)
     # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane;
     # more than 16 components travel as dwords (LLVM's SPIR-V backend and spirv-val cap vectors at 16)
     natural = 32 if packed or t.bits >= 32 else t.bits * tiles[0].layout.lane_data[-1]
@@ -193,6 +199,41 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
         out.append(slots)
         k += m
     return out
+
+
+def _load_named(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, tiles, w: int, h: int, n: int, packed: bool) -> List:
+    """A 2D block read of more than 16 dwords per lane (up to 32 GRFs: a 32 x 32 16-bit block, two
+    DPAS A blocks' worth of rows or four VNNI B blocks) into a named vISA register: no LLVM vector
+    may be that wide. Inline-vISA DPAS names its operands in the register (``_named_piece``)."""
+    t = d.type.elem
+    lanes = cg.target.sg_size
+    dwords = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles) * t.bits // 32
+    if dwords * 32 > _raw_bits(cg):
+        raise PassError(f"codegen: a {h}x{w}x{n} block of {t.user_name} is {dwords} dwords per lane, more than "
+                        f"{cg.target.name} reads in one message here ({_raw_bits(cg) // 32})", op)
+    cg.visa_registers += 1
+    reg = NamedRegister(f"XKBLK{cg.visa_registers}", dwords)
+    cg.declare(f".decl {reg.name} v_type=G type=d num_elts={dwords * lanes} align=GRF")
+    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
+    send = _raw_block2d(cg, None, d, x, y, t.bits, w, h, n, False, packed, into=reg)
+    out, k = [], 0
+    for tile in tiles:
+        m = len(lane_slot_offsets(tile.layout, tile.shape))
+        out.append(_named_piece(cg, reg, send, k * t.bits * lanes // 8, m, t, tile, packed))
+        k += m
+    return out
+
+
+def _named_piece(cg: CodeGen, reg: NamedRegister, send, offset: int, m: int, t: DType, tile, packed: bool) -> VecSlots:
+    """The ``m`` slots of a block at byte ``offset`` of ``reg``, for inline-vISA DPAS to name in
+    place (``message``). Blocking reads into named registers only for such DPAS operands, so
+    nothing asks for them as an LLVM vector (``make_vec`` says so if something ever does)."""
+    natural = 32 if packed or t.bits >= 32 else t.bits * tile.layout.lane_data[-1]
+
+    def no_vector():
+        raise PassError(f"codegen: a piece of the {reg.dwords}-dword block read {reg.name} is used as a vector; "
+                        "blocking reads into named registers only for inline-vISA DPAS operands")
+    return _unpacked(cg, None, m, t, m * t.bits // natural, (reg, offset), (send, no_vector))
 
 
 # LSC message descriptor fields (Xe-HPC): what IGC 12504 itself encodes for load_block2d (read back
@@ -271,18 +312,25 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
     return "$N.0", [_payload(cg, _surface(cg, d, origin), w, h, n)]
 
 
-def _raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool):
+def _raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool,
+                 into: Optional[NamedRegister] = None):
     """A 2D block read at column ``x``, row ``y`` into ``vt`` (at most ``raw_block2d_bits`` per
-    lane), or a prefetch (``vt`` None), as one inline vISA ``raw_sends`` of the payload
+    lane) or the named register ``into``, or a prefetch (neither), as one inline vISA ``raw_sends`` of the payload
     ``_message_payload`` builds (2 instructions per message in a K loop instead of IGC's 7, and
     3 per 2 messages when payloads share a register)."""
     origin = [y, x] if len(d.shape) == 2 else [x]
     lanes = cg.target.sg_size
-    grfs = 0 if vt is None else vt.count * vt.element.width // 8 * lanes // cg.target.grf_bytes
+    per_lane = into.dwords * 32 if into is not None else vt.count * vt.element.width if vt is not None else 0
+    grfs = per_lane // 8 * lanes // cg.target.grf_bytes
+    prefetch = vt is None and into is None
     desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
-            | (_LSC_L1_L3_CACHED if vt is None else 0) | grfs << 20 | 1 << 25)
+            | (_LSC_L1_L3_CACHED if prefetch else 0) | min(grfs, 31) << 20 | 1 << 25)  # 32 GRFs: 31, as IGC
     payload, args = _message_payload(cg, d, origin, w, h, n)
-    if vt is None:
+    if into is not None:
+        text = (f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$0')} "
+                f"%null.0 {into.name}.0")
+        return cg.asm(ll.VoidType(), text, ",".join(["rw"] * len(args)), args)
+    if prefetch:
         text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$0')} %null.0 %null.0"
         return cg.asm(ll.VoidType(), text, ",".join(["rw"] * len(args)), args)
     text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$1')} %null.0 $0.0"

@@ -21,7 +21,7 @@ from llvmlite import ir as ll
 
 from ... import ir
 from ...ir.layout import lane_slot_offsets
-from .core import CodeGen, lazy_slots
+from .core import CodeGen, NamedRegister, lazy_slots
 
 # vISA's operand precisions (IGC 12504's own DPAS, read back from its vISA dumps)
 PRECISION = {"bf16": "bf", "f16": "hf", "i8": "s8", "ui8": "u8"}
@@ -126,18 +126,30 @@ def dpas_visa(cg: CodeGen, op: ir.DpasOp):
     M = ta.shape[0]
     bvec, bref = _in_place(cg, bslots, lambda: _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
     avec, aref = _in_place(cg, a, lambda: _pack(cg, a, len(a) // M, ea.bits), region=True)
-    # vISA wants A (src2) typed unsigned: an alias of it, scoped to this statement
-    n = avec.type.count * avec.type.element.width // 32 * lanes
-    alias = f".decl XKA v_type=G type=ud num_elts={n} align=wordx32 alias=<$A, 0>"
     p = PRECISION[ea.name]
     acc = cg.get(op.operands[2]) if len(op.operands) > 2 else None
+    args: List = []
+    first = 0 if isinstance(acc, Accumulator) else 1  # $0 is the result when it is a value
+
+    def name(v) -> str:  # an LLVM value is an asm operand, a named register is named
+        if isinstance(v, NamedRegister):
+            return v.name
+        args.append(v)
+        return f"${first + len(args) - 1}"
     if isinstance(acc, Accumulator):
-        text = f"dpas.{p}.{p}.8.{M} (M1, {lanes}) {acc.name}.0 {acc.name}.0 $0{bref} XKA{aref}"
-        cg.asm(ll.VoidType(), "{\n" + alias.replace("$A", "$1") + "\n" + text + "\n}", "rw,rw", [bvec, avec])
+        dst = src0 = acc.name
+    else:
+        c = cg.slots(op.operands[2]) if acc is not None else \
+            [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
+        cvec = _pack(cg, c, 1, 32, as_float=True)
+        dst, src0 = "$0", name(cvec)
+    b_name, a_name = name(bvec), name(avec)
+    # vISA wants A (src2) typed unsigned: an alias of it, scoped to this statement
+    n = (avec.dwords if isinstance(avec, NamedRegister) else avec.type.count * avec.type.element.width // 32) * lanes
+    alias = f".decl XKA v_type=G type=ud num_elts={n} align=wordx32 alias=<{a_name}, 0>"
+    text = "{\n" + alias + f"\ndpas.{p}.{p}.8.{M} (M1, {lanes}) {dst}.0 {src0}.0 {b_name}{bref} XKA{aref}\n}}"
+    if isinstance(acc, Accumulator):
+        cg.asm(ll.VoidType(), text, ",".join(["rw"] * len(args)), args)
         return [acc]
-    c = cg.slots(op.operands[2]) if acc is not None else \
-        [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
-    cvec = _pack(cg, c, 1, 32, as_float=True)
-    text = f"dpas.{p}.{p}.8.{M} (M1, {lanes}) $0.0 $1.0 $2{bref} XKA{aref}"
-    r = cg.asm(cvec.type, "{\n" + alias.replace("$A", "$3") + "\n" + text + "\n}", "=rw,rw,rw,rw", [cvec, bvec, avec])
+    r = cg.asm(cvec.type, text, ",".join(["=rw"] + ["rw"] * len(args)), args)
     return [lazy_slots(cg, r, cvec.type.count, 1, lambda i: cg.b.extract_element(r, cg.i32(i)))]
