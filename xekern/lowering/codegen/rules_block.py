@@ -176,7 +176,7 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
         return [_load_transposed32(cg, op, d, tiles[0], read)]
     slots = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles)
     if slots * t.bits > 16 * 32 and read is _genisa_read:
-        return _load_named(cg, op, d, tiles, w, h, n, packed)
+        return _load_named(cg, op, d, tiles, slots * t.bits // 32, w, h, n, packed)
     # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane;
     # more than 16 components travel as dwords (LLVM's SPIR-V backend and spirv-val cap vectors at 16)
     natural = 32 if packed or t.bits >= 32 else t.bits * tiles[0].layout.lane_data[-1]
@@ -201,13 +201,13 @@ def _load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read=_genisa_read) ->
     return out
 
 
-def _load_named(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, tiles, w: int, h: int, n: int, packed: bool) -> List:
+def _load_named(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, tiles, dwords: int, w: int, h: int, n: int,
+                packed: bool) -> List:
     """A 2D block read of more than 16 dwords per lane (up to 32 GRFs: a 32 x 32 16-bit block, two
     DPAS A blocks' worth of rows or four VNNI B blocks) into a named vISA register: no LLVM vector
     may be that wide. Inline-vISA DPAS names its operands in the register (``_named_piece``)."""
     t = d.type.elem
     lanes = cg.target.sg_size
-    dwords = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles) * t.bits // 32
     if dwords * 32 > _raw_bits(cg):
         raise PassError(f"codegen: a {h}x{w}x{n} block of {t.user_name} is {dwords} dwords per lane, more than "
                         f"{cg.target.name} reads in one message here ({_raw_bits(cg) // 32})", op)
@@ -315,9 +315,9 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
 def _raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool,
                  into: Optional[NamedRegister] = None):
     """A 2D block read at column ``x``, row ``y`` into ``vt`` (at most ``raw_block2d_bits`` per
-    lane) or the named register ``into``, or a prefetch (neither), as one inline vISA ``raw_sends`` of the payload
-    ``_message_payload`` builds (2 instructions per message in a K loop instead of IGC's 7, and
-    3 per 2 messages when payloads share a register)."""
+    lane) or the named register ``into``, or a prefetch (neither), as one inline vISA ``raw_sends``
+    of the payload ``_message_payload`` builds (2 instructions per message in a K loop instead of
+    IGC's 7, and 3 per 2 messages when payloads share a register)."""
     origin = [y, x] if len(d.shape) == 2 else [x]
     lanes = cg.target.sg_size
     per_lane = into.dwords * 32 if into is not None else vt.count * vt.element.width if vt is not None else 0
