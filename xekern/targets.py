@@ -104,6 +104,10 @@ class Target:
     # (lowering/spirv_asm.py), as LLVM's own inline asm stops at 128 bits. Reads of more than 16
     # dwords per lane (up to 32 registers) land in named vISA registers. 0: off.
     raw_block2d_bits: int = 0
+    # DPAS operands that lie one after another in SLM (a transposed A tile, ``slm-transpose``) are
+    # read by one transposed LSC message of up to this many bytes into a named vISA register
+    # (codegen/slm_read.py; IGC 12504's own sub-group block reads stop at 256 bytes). 0: off.
+    raw_slm_read_bytes: int = 0
     # private memory per work item (``xl.alloc_private``, seed 003's ``private(...)`` attribution).
     # IGC's limit, not a measured one: Platform::maxPerThreadScratchSpace is 256 KiB of scratch per
     # hardware thread on Xe-HP and later ("XeHP_SDV and above are for each physical thread: 256k"),
@@ -209,7 +213,7 @@ PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
-    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=1024, merge_block2d=True,
+    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=1024, raw_slm_read_bytes=512, merge_block2d=True,
     private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide

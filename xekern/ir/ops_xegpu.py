@@ -363,7 +363,8 @@ class CreateMemDescOp(Op):
 
 class LoadMatrixOp(Op):
     """``xegpu.load_matrix %mem[offsets]``: read a tile from an SLM matrix (``subgroup_block_io``: as
-    one sub-group block read)."""
+    one sub-group block read). With ``block_grid = [1, a]`` (after blocking) one load gives ``a``
+    tiles side by side along the last axis, the first at ``offsets``."""
 
     NAME = "xegpu.load_matrix"
 
@@ -377,7 +378,10 @@ class LoadMatrixOp(Op):
             raise IRError(f"expects a mem_desc, got {m}", self)
         if len(self.operands) - 1 != len(m.shape):
             raise IRError(f"needs {len(m.shape)} offsets", self)
-        if elem_of(self.result.type) != m.elem:
+        gv, ga = self.attrs.get("block_grid") or (1, 1)
+        if gv != 1 or len(self.results) != ga:
+            raise IRError(f"block_grid = {[gv, ga]} needs {ga} results side by side, got {len(self.results)}", self)
+        if any(elem_of(r.type) != m.elem for r in self.results):
             raise IRError("element types differ", self)
 
 

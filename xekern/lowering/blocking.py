@@ -11,11 +11,15 @@ Example: ``vector<32x64xf32, inst_data = [8, 16]>`` becomes 16 values ``vector<8
 from __future__ import annotations
 
 import itertools
+from math import gcd, prod
 from typing import Optional
 
 from .. import ir
 from ..ir.layout import block_offsets
 from ..ir.types import TensorDescType, VectorType
+from .codegen import slm_read
+from .codegen.block_io import known_multiple
+from .codegen.rules_memory import origin_multiple
 from .codegen.visa_dpas import PRECISION as VISA_PRECISION
 from .distribute import Split, Splitter
 from .rewrite import PassError
@@ -44,7 +48,7 @@ class Blocking(Splitter):
         for o in func.walk():
             for i, v in enumerate(o.operands):
                 uses.setdefault(v, []).append((o, i))
-        self.dpas_only = {o for o in func.walk() if isinstance(o, ir.LoadNdOp) and o.results and all(
+        self.dpas_only = {o for o in func.walk() if isinstance(o, (ir.LoadNdOp, ir.LoadMatrixOp)) and o.results and all(
             uses.get(r) and all(isinstance(u, ir.DpasOp) and i < 2 and r.type.elem.name in VISA_PRECISION
                                 for u, i in uses[r]) for r in o.results)}
         return super().run(func)
@@ -97,6 +101,43 @@ class Blocking(Splitter):
                                                   [s.piece_type] * len(idx), attrs))
                 for (i, j), r in zip(idx, new.results):
                     out[s.index((i, j))] = r
+        return [out]
+
+    def rule_load_matrix(self, op: ir.LoadMatrixOp):
+        """DPAS operands read from SLM on targets with ``raw_slm_read_bytes`` (workgroup-level kernels,
+        IGC's builtins): pieces side by side along the last axis in one multi-result load_matrix,
+        up to a message's worth; codegen reads them with one transposed SLM message when they lie
+        one after another in the matrix (``slm_read``), else piece by piece."""
+        t = op.result.type
+        limit = self.target.raw_slm_read_bytes if self.target.raw_block2d_bits else 0  # (inline-vISA DPAS)
+        if op not in self.dpas_only or not limit or self.ctx.level != "wg" or self.ctx.spirv_ext or \
+                not isinstance(t, VectorType) or t.layout is None or t.layout.inst_data is None:
+            return super().rule_load_matrix(op)
+        s = self._split_of(op.result, op)
+        m = op.operands[0].type
+        piece = prod(s.piece_type.shape) * t.elem.itemsize
+        base = [known_multiple(v) for v in op.operands[1:]]
+        lead = len(base) - t.rank
+
+        def fits(a):
+            if a * piece > limit or s.grid[-1] % a:
+                return False
+            return all(slm_read.contiguous(m, s.piece_type, a, origin_multiple(m, base[:lead] + [
+                gcd(k, o) for k, o in zip(base[lead:], s.origins[i])]), self.target.sg_size)
+                for i, idx in enumerate(s.indices()) if idx[-1] % a == 0)
+        a = max((a for a in (1, 2, 4, 8) if fits(a)), default=1)
+        if a == 1:
+            return super().rule_load_matrix(op)
+        mem = self.get(op.operands[0])
+        out = [None] * s.count
+        for idx in s.indices():
+            if idx[-1] % a:
+                continue
+            first = s.index(idx)
+            offs = self._matrix_offsets(op.operands[1:], s, first, t.rank)
+            new = self.b.insert(op.clone_with([mem] + offs, [s.piece_type] * a, dict(op.attrs, block_grid=(1, a))))
+            for j, r in enumerate(new.results):
+                out[first + j] = r
         return [out]
 
     def rule_dpas(self, op: ir.DpasOp):

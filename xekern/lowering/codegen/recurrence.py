@@ -16,7 +16,7 @@ from typing import Callable, List, Optional
 from llvmlite import ir as ll
 
 # integer operations an affine value may be built from (any other ends the analysis)
-_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "shl": "shl", "udiv": "udiv", "lshr": "lshr"}
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "shl": "shl", "udiv": "udiv", "lshr": "lshr", "urem": "urem"}
 _CASTS = {"trunc", "zext", "sext"}
 
 

@@ -10,6 +10,7 @@ from ... import ir
 from ...ir import types as T
 from ...ir.types import DType, VectorType, elem_of
 from ..rewrite import PassError
+from . import visa_barrier
 from .recurrence import Loop
 from .visa_dpas import loop_accumulators
 from .core import CodeGen, VecSlots, f32_to_bf16_bits, ll_type, rule
@@ -386,6 +387,9 @@ def _num_sg(cg: CodeGen, op):
 @rule(ir.BarrierOp)
 def _barrier(cg: CodeGen, op):
     # CLK_LOCAL_MEM_FENCE for barriers that only order SLM (memory = "local"), else also CLK_GLOBAL_MEM_FENCE
+    if visa_barrier.applies(cg, op):
+        visa_barrier.barrier(cg)
+        return []
     flags = 1 if op.attrs.get("memory") == "local" else 3
     cg.call("_Z7barrierj", ll.VoidType(), [cg.i32(flags)], convergent=True)
     return []

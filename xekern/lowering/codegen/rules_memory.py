@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import List
+from typing import List, Sequence
 
 from llvmlite import ir as ll
 
@@ -14,7 +14,7 @@ from ...ir import types as T
 from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType, elem_of
 from ..rewrite import PassError
-from . import block_io
+from . import block_io, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from .ocl import I1, I8, I32, I64
 
@@ -229,7 +229,11 @@ def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> Lis
 def _origin_multiple(m: MemDescType, offsets) -> int:
     """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
     when the blocked layout's offset is not linear there (an origin inside a block)."""
-    mult = [block_io.known_multiple(v) for v in offsets]
+    return origin_multiple(m, [block_io.known_multiple(v) for v in offsets])
+
+
+def origin_multiple(m: MemDescType, mult: Sequence[int]) -> int:
+    """``_origin_multiple`` of an origin whose coordinates are multiples of ``mult``."""
     if m.block is None:
         strides = m.strides if m.strides is not None else m.row_major_strides
         return functools.reduce(math.gcd, (k * s for k, s in zip(mult, strides)))
@@ -403,6 +407,8 @@ def _wide_store(cg: CodeGen, slots, s: int, n: int, ptr, t: DType) -> None:
 def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     m: SlmMatrix = cg.get(op.operands[0])
     offsets = [cg.to_i32(cg.get(v)) for v in op.operands[1:]]
+    if len(op.results) > 1:  # blocking's tiles side by side, one message (DPAS operands)
+        return slm_read.load(cg, op, m, offsets)
     tiles = op.attrs.get("tiles") or ()
     tile = tiles[0] if tiles else None
     runs = _block_io_runs(cg, op, m.type, op.operands[1:], tile)

@@ -1,0 +1,111 @@
+"""DPAS operands read from SLM by one transposed LSC message into a named vISA register (pvc).
+
+A transposed DPAS A operand comes back from SLM (``slm-transpose``) as fragment-sized blocks of
+256 bytes, each one sub-group block read. IGC 12504 reads up to 256 bytes per message
+(``load.slm.d32x64t``; an ``intel_sub_group_block_read8`` is two of them) and copies each
+message's address into a payload register of its own inside the K loop: two instructions per
+fragment. Blocking puts fragments that lie side by side in the tile and one after another in the
+matrix (``contiguous``) into one multi-result ``load_matrix`` (``Blocking.rule_load_matrix``);
+here that becomes one ``load.slm.d64x64t`` of up to 64 qwords into a named register, its address
+in a payload register set before the loop when it does not move in it: one instruction per
+512 bytes on pvc. Inline-vISA DPAS names the pieces in the register (``VecSlots.message``).
+
+A transposed (SIMT1) read puts memory into registers byte for byte: a piece fits when each lane's
+slots lie in memory where a sub-group block read would put them in registers (slot ``s`` of lane
+``l``, ``g`` slots per lane and row: ``(s // g) * sg * g + l * g + s % g``).
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import List, Sequence
+
+from llvmlite import ir as ll
+
+from ...ir.layout import lane_slot_offsets
+from ...ir.types import MemDescType, VectorType
+from ..rewrite import PassError
+from . import block_io
+from .core import CodeGen, NamedRegister, SlmMatrix, VecSlots
+from .ocl import I8, I32
+from .recurrence import affine, at_entry
+
+_SFID_SLM = 14  # LSC's shared local memory port (IGA: send.slm)
+# LSC message descriptor (Xe-HPC; IGC 12504 encodes load.slm.d32x64t.a32 as 0x0240F500): load
+# (opcode 0), flat a32 addresses (2 << 7), data size (d32 2, d64 3) << 9, vector size << 12,
+# transposed (1 << 15), response registers << 20, one payload register (1 << 25)
+_A32, _TRANSPOSE, _ONE_PAYLOAD_GRF = 2 << 7, 1 << 15, 1 << 25
+_VECTOR_SIZE = {1: 0, 2: 1, 3: 2, 4: 3, 8: 4, 16: 5, 32: 6, 64: 7}
+_ALIGN = 8  # a d64 message's address
+
+
+def contiguous(m: MemDescType, piece: VectorType, count: int, origin_multiple: int, sg: int) -> bool:
+    """Whether ``count`` tiles ``piece`` side by side along the last axis, the first at an origin
+    whose element offset is a multiple of ``origin_multiple`` (0: not linear there), are one run
+    of memory in sub-group block order (see the module's docstring) that one message reads."""
+    nbytes = count * prod(piece.shape) * m.elem.itemsize
+    if origin_multiple == 0 or origin_multiple * m.elem.itemsize % _ALIGN or nbytes % 8 or \
+            nbytes // 8 not in _VECTOR_SIZE or piece.layout is None or piece.layout.lane_data is None:
+        return False
+    g = piece.layout.lane_data[-1]
+    lead = len(m.shape) - piece.rank
+    size, w = prod(piece.shape), piece.shape[-1]
+    for j in range(count):
+        rel = block_io.lane_offsets(piece, sg, lambda c: m.offset((0,) * lead + c[:-1] + (c[-1] + j * w,)))
+        if rel is None:
+            return False
+        for lane, offs in enumerate(rel):
+            if offs != [j * size + s // g * sg * g + lane * g + s % g for s in range(len(offs))]:
+                return False
+    return True
+
+
+def load(cg: CodeGen, op, mat: SlmMatrix, offsets: Sequence) -> List[VecSlots]:
+    """The pieces of a multi-result ``load_matrix`` (``contiguous``) at ``offsets`` (LLVM i32)."""
+    from .rules_block import _named_piece  # (rules_block imports the rule tables)
+    from .rules_memory import slm_offset
+    tiles = op.attrs["tiles"]
+    t = mat.type.elem
+    lanes, grf = cg.target.sg_size, cg.target.grf_bytes
+    nbytes = sum(prod(tl.shape) for tl in tiles) * t.itemsize
+    if nbytes > cg.target.raw_slm_read_bytes or nbytes * 8 % (32 * lanes):
+        raise PassError(f"codegen: {len(tiles)} SLM tiles of {nbytes} bytes are not one {cg.target.name} "
+                        "message", op)
+    b = cg.b
+    addr = b.mul(slm_offset(cg, mat.type, list(offsets)), cg.i32(t.itemsize))
+    cg.visa_registers += 1
+    n = cg.visa_registers
+    reg = NamedRegister(f"XKSLM{n}", nbytes * 8 // 32 // lanes)
+    cg.declare(f".decl {reg.name} v_type=G type=d num_elts={reg.dwords * lanes} align=GRF")
+    cg.declare(f".decl XKSLA{n} v_type=G type=ud num_elts={grf // 4} align=GRF")
+    set_address = f"mov (M1_NM, 1) XKSLA{n}(0,0)<1> $0(0,0)<0;1,0>"
+    loop = cg.loops[-1] if cg.loops else None
+    # the address is the SLM pointer itself: the asm operand is then the value IGC puts in its own SLM
+    # messages' payloads (its local addresses carry 0x10000000, read back from its vISA)
+    pointer = lambda off: cg.gep(mat.ptr, I8, off)  # noqa: E731
+    if loop is not None and affine(cg.fn, loop, addr) == 0:  # set once, before the loop
+        block, anchor = b.block, b._anchor
+        with b.goto_block(loop.pre):
+            cg.asm(ll.VoidType(), set_address, "rw", [pointer(at_entry(b, cg.fn, loop, addr))])
+        b.position_at_end(block)
+        b._anchor = anchor
+    else:
+        cg.asm(ll.VoidType(), set_address, "rw", [pointer(addr)])
+    cg.cached("slm read visible", lambda: _visible_read(cg, mat))
+    desc = (_A32 | 3 << 9 | _VECTOR_SIZE[nbytes // 8] << 12 | _TRANSPOSE | nbytes // grf << 20 | _ONE_PAYLOAD_GRF)
+    send = cg.asm(ll.VoidType(), f"raw_sends.{_SFID_SLM}.1.0.{nbytes // grf} (M1_NM, 1) 0x0:ud 0x{desc:x}:ud "
+                                 f"XKSLA{n}.0 %null.0 {reg.name}.0", "", [])
+    out, at = [], 0
+    for tile in tiles:
+        out.append(_named_piece(cg, reg, send, at, len(lane_slot_offsets(tile.layout, tile.shape)), t, tile, False))
+        at += prod(tile.shape) * t.itemsize
+    return out
+
+
+def _visible_read(cg: CodeGen, mat: SlmMatrix):
+    """One SLM load IGC can see, once per kernel. IGC 12504's TrivialLocalMemoryOpsElimination
+    deletes every SLM store, fence and barrier of a kernel that has stores but no loads in SLM,
+    and reads in inline asm are invisible to it: the matrix would never be written. The value
+    goes to an asm ``mov`` into the null register, which LLVM cannot delete (2 instructions, before
+    any loop)."""
+    v = cg.b.load(mat.ptr, typ=I32, align=4)
+    return cg.asm(ll.VoidType(), "mov (M1_NM, 1) %null(0,0)<1> $0(0,0)<0;1,0>", "rw", [v])
