@@ -101,6 +101,22 @@ def test_grf_mode_is_chosen_from_the_lane_ir():
     assert grf_copts(Dev, 256) == ""
 
 
+def _pvc_k_loop(dtype: str, layout: str):
+    """The flagship GEMM's pvc ISA at the issue's configuration: (instructions before the K loop,
+    the K loop's)."""
+    from gemm import gemm_kernel
+    from isa_report import signature
+    from xekern.tools.isa import compile_isa, find_loops, parse_isa
+    ab = DTYPES[dtype]
+    acc = xl.int32 if ab.is_int else xl.float32
+    c = gemm_kernel.compile_offline(signature(ab, acc, layout, 256, 256, 64 if dtype == "int8" else 32, 2,
+                                              pvc_k_unroll()), target="pvc", num_subgroups=32)
+    r = compile_isa(c.spirv, c.name, "pvc", grf_mode=256)
+    loop = find_loops(r.text)[0]
+    instrs = parse_isa(r.text)[0]
+    return instrs[:loop.start], instrs[loop.start:loop.end + 1]
+
+
 def _grfs(operand: str) -> int:
     """The register number of an ISA operand (``r35:bf``, ``r3.0:bf``)."""
     return int(operand.split(":")[0].split(".")[0][1:])
@@ -113,16 +129,7 @@ def test_pvc_dpas_read_their_operands_where_the_block_reads_put_them(dtype):
     operand's offset, every register a read brings is read by some dpas, the accumulators stay put
     (dst == src0), and each pair of messages costs one payload add (plus the loop counter's)."""
     import re
-    from gemm import gemm_kernel
-    from isa_report import signature
-    from xekern.tools.isa import compile_isa, find_loops, parse_isa
-    ab = DTYPES[dtype]
-    acc = xl.int32 if ab.is_int else xl.float32
-    c = gemm_kernel.compile_offline(signature(ab, acc, "nn", 256, 256, 64 if dtype == "int8" else 32, 2,
-                                              pvc_k_unroll()), target="pvc", num_subgroups=32)
-    r = compile_isa(c.spirv, c.name, "pvc", grf_mode=256)
-    loop = find_loops(r.text)[0]
-    body = parse_isa(r.text)[0][loop.start:loop.end + 1]
+    _, body = _pvc_k_loop(dtype, "nn")
     assert not [i for i in body if i.op == "mov"], "a K-loop mov"
     reads = {}  # first register -> registers, of each 2D block read
     for i in body:
@@ -160,18 +167,8 @@ def test_pvc_tn_reads_a_from_slm_two_fragments_per_message(dtype):
     stores into SLM are still there (IGC deletes them when it sees no SLM load: the kernel keeps one
     load it can see, before the loop), and each barrier is 4 instructions: no message built in the
     loop (codegen/visa_barrier.py)."""
-    from gemm import gemm_kernel
-    from isa_report import signature
-    from xekern.tools.isa import compile_isa, find_loops, parse_isa
-    ab = DTYPES[dtype]
-    acc = xl.int32 if ab.is_int else xl.float32
-    c = gemm_kernel.compile_offline(signature(ab, acc, "tn", 256, 256, 64 if dtype == "int8" else 32, 2,
-                                              pvc_k_unroll()), target="pvc", num_subgroups=32)
-    r = compile_isa(c.spirv, c.name, "pvc", grf_mode=256)
-    loop = find_loops(r.text)[0]
-    instrs = parse_isa(r.text)[0]
-    body = instrs[loop.start:loop.end + 1]
-    assert [i for i in instrs[:loop.start] if "load.slm" in i.comment], "no SLM load IGC can see"
+    before, body = _pvc_k_loop(dtype, "tn")
+    assert [i for i in before if "load.slm" in i.comment], "no SLM load IGC can see"
     assert not [i for i in body if i.op == "mov" and "null" not in i.operands], "a K-loop mov into a register"
     slm = [i for i in body if i.op.startswith("send.slm")]
     reads = [i for i in slm if "load.slm" in i.comment]
