@@ -48,9 +48,10 @@ class Blocking(Splitter):
         for o in func.walk():
             for i, v in enumerate(o.operands):
                 uses.setdefault(v, []).append((o, i))
-        self.dpas_only = {o for o in func.walk() if isinstance(o, (ir.LoadNdOp, ir.LoadMatrixOp)) and o.results and all(
-            uses.get(r) and all(isinstance(u, ir.DpasOp) and i < 2 and r.type.elem.name in VISA_PRECISION
-                                for u, i in uses[r]) for r in o.results)}
+        self.dpas_only = {o for o in func.walk() if isinstance(o, (ir.LoadNdOp, ir.LoadMatrixOp)) and o.results
+                          and all(uses.get(r) and all(isinstance(u, ir.DpasOp) and i < 2 and
+                                                      r.type.elem.name in VISA_PRECISION for u, i in uses[r])
+                                  for r in o.results)}
         return super().run(func)
 
     def nd_tdesc_type(self, t: TensorDescType) -> TensorDescType:
@@ -106,8 +107,9 @@ class Blocking(Splitter):
     def rule_load_matrix(self, op: ir.LoadMatrixOp):
         """DPAS operands read from SLM on targets with ``raw_slm_read_bytes`` (workgroup-level kernels,
         IGC's builtins): pieces side by side along the last axis in one multi-result load_matrix,
-        up to a message's worth; codegen reads them with one transposed SLM message when they lie
-        one after another in the matrix (``slm_read``), else piece by piece."""
+        up to a message's worth, where they lie one after another in the matrix
+        (``slm_read.contiguous``): codegen reads them with one transposed SLM message. Else one load
+        per piece."""
         t = op.result.type
         limit = self.target.raw_slm_read_bytes if self.target.raw_block2d_bits else 0  # (inline-vISA DPAS)
         if op not in self.dpas_only or not limit or self.ctx.level != "wg" or self.ctx.spirv_ext or \

@@ -386,10 +386,10 @@ def _num_sg(cg: CodeGen, op):
 
 @rule(ir.BarrierOp)
 def _barrier(cg: CodeGen, op):
-    # CLK_LOCAL_MEM_FENCE for barriers that only order SLM (memory = "local"), else also CLK_GLOBAL_MEM_FENCE
     if visa_barrier.applies(cg, op):
         visa_barrier.barrier(cg)
         return []
+    # CLK_LOCAL_MEM_FENCE for barriers that only order SLM (memory = "local"), else also CLK_GLOBAL_MEM_FENCE
     flags = 1 if op.attrs.get("memory") == "local" else 3
     cg.call("_Z7barrierj", ll.VoidType(), [cg.i32(flags)], convergent=True)
     return []

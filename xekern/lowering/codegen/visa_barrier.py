@@ -35,7 +35,7 @@ def barrier(cg: CodeGen) -> None:
     """The message built once in the entry block (``XKBARMSG``), then: the fence, its answer read
     into the null register (the wait), the signal, and the wait for the other threads."""
     cg.cached("visa barrier message", lambda: cg.asm(ll.VoidType(), "\n".join([
-        ".decl XKBARMSG v_type=G type=ud num_elts=16 align=GRF",
+        f".decl XKBARMSG v_type=G type=ud num_elts={cg.target.grf_bytes // 4} align=GRF",
         "shr (M1_NM, 1) XKBARMSG(0,2)<1> %r0(0,2)<0;1,0> 0x18:ud",
         "mul (M1_NM, 1) XKBARMSG(0,2)<1> XKBARMSG(0,2)<0;1,0> 0x1010000:ud"]), "", []))
     cg.asm(ll.IntType(32), "\n".join([
