@@ -302,11 +302,16 @@ class CodeGen:
     # ---- ids (cached in the entry block) ------------------------------------------------------------
     def in_entry(self, make):
         """``make()`` built at the end of the entry block; the builder then goes back to where it was."""
+        return self.in_block(self.entry, make)
+
+    def in_block(self, target: ll.Block, make):
+        """``make()`` built at the end of ``target`` (before its terminator, if it has one: a loop's
+        preheader); the builder then goes back to where it was."""
         b = self.b
         block, anchor = b.block, b._anchor
-        with b.goto_block(self.entry):
+        with b.goto_block(target):
             v = make()
-        if block is not self.entry:  # (goto_block returns to the end of the block, past a terminator)
+        if block is not target:  # (goto_block returns to the end of the block, past a terminator)
             b.position_at_end(block)
             b._anchor = anchor
         return v

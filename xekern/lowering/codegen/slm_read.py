@@ -83,11 +83,8 @@ def load(cg: CodeGen, op, mat: SlmMatrix, offsets: Sequence) -> List[VecSlots]:
     # messages' payloads (its local addresses carry 0x10000000, read back from its vISA)
     pointer = lambda off: cg.gep(mat.ptr, I8, off)  # noqa: E731
     if loop is not None and affine(cg.fn, loop, addr) == 0:  # set once, before the loop
-        block, anchor = b.block, b._anchor
-        with b.goto_block(loop.pre):
-            cg.asm(ll.VoidType(), set_address, "rw", [pointer(at_entry(b, cg.fn, loop, addr))])
-        b.position_at_end(block)
-        b._anchor = anchor
+        cg.in_block(loop.pre, lambda: cg.asm(ll.VoidType(), set_address, "rw",
+                                             [pointer(at_entry(b, cg.fn, loop, addr))]))
     else:
         cg.asm(ll.VoidType(), set_address, "rw", [pointer(addr)])
     cg.cached("slm read visible", lambda: _visible_read(cg, mat))
