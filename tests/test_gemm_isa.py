@@ -159,6 +159,20 @@ def test_pvc_dpas_read_their_operands_where_the_block_reads_put_them(dtype):
     assert widths.count(16) <= 2, f"payloads of the same step not paired: {widths}"
 
 
+@pytest.mark.parametrize("layout", ["nn", "tn"])
+def test_pvc_prefetch_payloads_share_registers_with_loads(layout):
+    """A prefetch has no answer, so no instruction waits for its token: the SIMD32 add that moves a
+    register of two payloads must wait until both messages have read theirs, and two prefetches in
+    one register cost it a sync.nop per iteration. Loop.payload pairs each prefetch with a load,
+    whose token its dpas have waited for by then."""
+    _, body = _pvc_k_loop("bf16", layout)
+    prefetch = {_grfs(i.operands.split()[2]) for i in body
+                if i.op.startswith("send") and i.operands.split()[1] == "null" and "load_block2d" in i.comment}
+    pairs = [_grfs(i.operands.split()[1]) for i in body if i.op == "add" and i.operands.startswith("(32|")]
+    assert len(prefetch) == 2 and len(pairs) >= 3, (prefetch, pairs)
+    assert not [r for r in pairs if {r, r + 1} <= prefetch], f"two prefetch payloads in one of r{pairs}: {prefetch}"
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
 def test_pvc_tn_reads_a_from_slm_two_fragments_per_message(dtype):
     """tn's A comes back from SLM (slm-transpose) in transposed 512-byte reads (``load.slm.d64x64t``,

@@ -64,19 +64,24 @@ class Loop:
         b._anchor = anchor + len(block.instructions) - size
         return value
 
-    def payload(self, cg, first: Callable[[], object], delta: Callable[[], object], key) -> str:
+    def payload(self, cg, first: Callable[[], object], delta: Callable[[], object], key,
+                answerless: bool = False) -> str:
         """A one-GRF message payload that is ``first()`` in the first iteration and grows by
         ``delta()`` in each next one, kept in a named vISA register: the raw operand naming it
         (``XKPAY<n>.<byte offset>``). Two payloads with the same ``key`` (the same ``delta``)
         share a register of two GRFs, moved by one SIMD32 add per iteration where a pair of
-        LLVM recurrences costs two SIMD16 adds (IGC does not merge them)."""
+        LLVM recurrences costs two SIMD16 adds (IGC does not merge them). Two ``answerless``
+        messages (prefetches) never share one: nothing waits for their tokens, so the add would
+        wait for one of them with a ``sync.nop`` each iteration; beside a load, whose token the
+        load's users have waited for by then, it waits for none."""
         b, lanes = cg.b, cg.target.sg_size
-        pair = next((p for p in self.registers if p.key == key and p.used == 1), None)
+        pair = next((p for p in self.registers if p.key == key and p.used == 1
+                     and not (answerless and p.answerless)), None)
         with b.goto_block(self.pre):
             decl = ""
             if pair is None:
                 cg.visa_registers += 1
-                pair = _PayloadPair(f"XKPAY{cg.visa_registers}", key, delta())
+                pair = _PayloadPair(f"XKPAY{cg.visa_registers}", key, delta(), answerless)
                 self.registers.append(pair)
                 decl = f".decl {pair.name} v_type=G type=d num_elts={2 * lanes} align=GRF\n"
             v0 = b.sub(first(), pair.delta)  # the add at the top of the loop comes first
@@ -113,6 +118,7 @@ class _PayloadPair:
     name: str
     key: object
     delta: object  # the per-lane step, an LLVM i32 built before the loop
+    answerless: bool = False  # its first message is a prefetch
     used: int = 0
 
 

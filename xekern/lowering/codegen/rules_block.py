@@ -283,7 +283,8 @@ def _payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
     return cur
 
 
-def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int) -> Tuple[str, List]:
+def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int,
+                     prefetch: bool = False) -> Tuple[str, List]:
     """The payload of a message at ``origin`` as (raw operand text, its asm arguments). In a counted
     loop whose induction variable moves the origin by a whole number of elements per iteration (a
     K loop) it is built before the loop and moved by an add per iteration: in a named vISA register
@@ -307,7 +308,7 @@ def _message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: in
                         total = cg.b.add(total, cg.b.select(is_lane, step_of(cg.b, loop, c), cg.i32(0)))
                 return total
             if cg.target.grf_bytes == 4 * cg.target.sg_size:
-                return loop.payload(cg, first, delta, tuple(sorted(fields.items()))), []
+                return loop.payload(cg, first, delta, tuple(sorted(fields.items())), prefetch), []
             return "$N.0", [loop.recurrence(cg.b, first, delta)]
     return "$N.0", [_payload(cg, _surface(cg, d, origin), w, h, n)]
 
@@ -325,7 +326,7 @@ def _raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n:
     prefetch = vt is None and into is None
     desc = (_LSC_LOAD_BLOCK2D | _LSC_DATA_SIZE[bits] << 9 | (_LSC_VNNI if vnni else 0) | (_LSC_TRANSPOSE if tr else 0)
             | (_LSC_L1_L3_CACHED if prefetch else 0) | min(grfs, 31) << 20 | 1 << 25)  # 32 GRFs: 31, as IGC
-    payload, args = _message_payload(cg, d, origin, w, h, n)
+    payload, args = _message_payload(cg, d, origin, w, h, n, prefetch)
     if into is not None:
         text = (f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$0')} "
                 f"%null.0 {into.name}.0")
