@@ -65,7 +65,7 @@ def test_dg2_configs_on_the_8_wide_model(rng, dtype, which, layout):
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 
 
-UNROLLED = [("bf16", "nn", 150), ("int8", "nt", 150), ("f16", "tn", 96), ("f32", "tt", 33)]
+UNROLLED = [("bf16", "nn", 150), ("int8", "nt", 150), ("f16", "tn", 96), ("int8", "tn", 200), ("f32", "tt", 33)]
 
 
 @pytest.mark.parametrize("dtype,layout,k", UNROLLED, ids=[f"{d}-{lay}-K{k}" for d, lay, k in UNROLLED])

@@ -232,19 +232,26 @@ def _loop_barriers(sg: str) -> int:
 
 def test_slm_exchanges_in_a_loop_keep_only_the_barriers_they_need():
     """bf16 A^T goes through SLM too (slm-transpose). One exchange per iteration needs both barriers
-    (its matrix is written again at the next iteration's top); with two K steps, each exchange's
-    second barrier is redundant: the other exchange's first one lies between its loads and its next
-    stores (lowering/slm_barriers.py)."""
+    (its matrix is written again at the next iteration's top). With two K steps the second
+    exchange's stores join the first's under one barrier, and one barrier at the body's end keeps
+    the next stores behind every subgroup's loads. A barrier that follows only SLM loads, each taken
+    by a DPAS before it, needs no fence; one between the loads and their DPAS keeps it
+    (lowering/slm_barriers.py)."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,
                BM=32, BN=32, BK=32)
     one = stages(k_at_steps, STEPS=1, **sig)
     assert "slm_block = [8, 16]" in one["slm-transpose"]
     assert _loop_barriers(one["sg"]) == 2 and one["sg"].count("xegpu.store_matrix") >= 1
+    # its second barrier stands between the loads and the dpas that take them: it keeps its fence
+    check(one["sg"], r"scf.for", r"xegpu.store_matrix", r'(?m)gpu.barrier \{memory = "local"\}$',
+          r"xegpu.load_matrix", r'(?m)gpu.barrier \{memory = "local"\}$', r"xegpu.dpas", r"scf.yield")
+    assert "no_fence" not in one["sg"]
     two = stages(k_at_steps, STEPS=2, **sig)
     assert _loop_barriers(two["sg"]) == 2, two["sg"]
-    # store m0; barrier; load m0; store m1; barrier; load m1
-    check(two["sg"], r"scf.for", r"xegpu.store_matrix %\S+, %(\d+)", r"gpu.barrier", r"xegpu.load_matrix",
-          r"xegpu.store_matrix", r"gpu.barrier", r"xegpu.load_matrix", r"scf.yield")
+    # store m0; store m1; barrier; load m0; dpas; load m1; dpas; barrier without a fence
+    check(two["sg"], r"scf.for", r"xegpu.store_matrix %\S+, %(\d+)", r"xegpu.store_matrix",
+          r'(?m)gpu.barrier \{memory = "local"\}$', r"xegpu.load_matrix", r"xegpu.dpas", r"xegpu.load_matrix",
+          r"xegpu.dpas", r'gpu.barrier \{memory = "local", no_fence = true\}', r"scf.yield")
 
 
 @xk.jit

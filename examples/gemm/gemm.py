@@ -142,7 +142,7 @@ def configs_for(dtype: str, target: str):
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
         # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 70.3% dpas for nn and tt, 61.0%
-        # for nt, and tn's two SLM exchanges need one barrier each instead of two (`--isa`)
+        # for nt, and tn's two SLM exchanges share one fenced barrier plus one without a fence (`--isa`)
         return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":

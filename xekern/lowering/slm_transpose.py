@@ -16,7 +16,7 @@ becomes
     %a = xegpu.convert_layout %u {slm_block = [8, 32]} : vector<MxK>
 
 ``wg-to-sg`` lowers the convert_layout to ``store_matrix``, barrier, ``load_matrix``, barrier
-(the second one goes when it is redundant in a loop: ``slm_barriers``).
+(in a loop ``slm_barriers`` drops, merges and unfences what it can).
 ``slm_block`` (the DPAS A block) stores the SLM matrix as contiguous fragment-sized blocks, so a
 lane's VNNI dwords are one wide SLM store and each subgroup reads its A fragments back with
 sub-group block reads (on pvc two fragments per transposed read: ``codegen/slm_read.py``). The
@@ -41,7 +41,7 @@ def needs_slm_transpose(target, elem) -> bool:
     2 (16-bit) or 4 (8-bit) consecutive K elements of a row in each dword, while a 32-bit
     transposed block load puts one memory row in each lane. int8 would then be gathered element
     by element, and 16-bit words unzipped with two movs per register (the flagship's pvc bf16 tn
-    K loop was 25.2% dpas that way, 57.7% through SLM: ``gemm.py --isa``). The untransposed tile
+    K loop was 25.2% dpas that way, 60.4% through SLM: ``gemm.py --isa``). The untransposed tile
     must load with VNNI 2D block loads."""
     shape = target.dpas_shape(elem)
     info = target.block2d_for(elem)

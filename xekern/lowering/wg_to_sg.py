@@ -37,10 +37,13 @@ class WgToSg(Splitter):
         self._bases: Dict[tuple, Value] = {}
         self._owners: Dict[tuple, Optional[Value]] = {}
         self.trailing: Dict[Op, Value] = {}  # exchange's second barrier -> the SLM matrix only it writes
+        self.exchanges: List[Tuple[List[Op], Op]] = []  # (stores, first barrier) of those
 
     def run(self, func: ir.FuncOp) -> ir.FuncOp:
         out = super().run(func)
         slm_barriers.drop_redundant(out, self.trailing)
+        slm_barriers.batch(out, self.exchanges)
+        slm_barriers.fenceless(out)
         return out
 
     # ---- subgroup coordinates (computed once, in the function's entry) ---------------------------
@@ -181,17 +184,20 @@ class WgToSg(Splitter):
     def through_slm(self, op: Op, src: Value, res: Value, mem: Value, private: bool = False):
         """Every subgroup stores its pieces of ``src`` into ``mem``, a barrier, loads its pieces of
         ``res``, a barrier (the matrix may then be written again; when only this exchange writes
-        ``mem`` (``private``), ``slm_barriers`` may find that barrier redundant in a loop)."""
+        ``mem`` (``private``), ``slm_barriers`` may drop that barrier or share the first one with
+        the next exchange in a loop)."""
         ss, rs = self._split_of(src, op), self._split_of(res, op)
-        for i, p in enumerate(self.all(src)):
-            self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
-        self.b.create(ir.BarrierOp).attrs["memory"] = "local"  # only SLM crosses: no global fence
+        stores = [self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
+                  for i, p in enumerate(self.all(src))]
+        first = self.b.create(ir.BarrierOp)
+        first.attrs["memory"] = "local"  # only SLM crosses: no global fence
         out = [self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in self.origin(rs, i)], rs.piece_type)
                for i in range(rs.count)]
         bar = self.b.create(ir.BarrierOp)
         bar.attrs["memory"] = "local"
         if private:
             self.trailing[bar] = mem
+            self.exchanges.append((stores, first))
         return [out]
 
 

@@ -387,7 +387,7 @@ def _num_sg(cg: CodeGen, op):
 @rule(ir.BarrierOp)
 def _barrier(cg: CodeGen, op):
     if visa_barrier.applies(cg, op):
-        visa_barrier.barrier(cg)
+        visa_barrier.barrier(cg, fence=not op.attrs.get("no_fence"))
         return []
     # CLK_LOCAL_MEM_FENCE for barriers that only order SLM (memory = "local"), else also CLK_GLOBAL_MEM_FENCE
     flags = 1 if op.attrs.get("memory") == "local" else 3
