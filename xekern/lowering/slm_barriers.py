@@ -37,8 +37,19 @@ from .. import ir
 from ..ir.core import Op, Value
 
 
-def _writes(op: Op, mem: Value) -> bool:
-    return any(isinstance(o, ir.StoreMatrixOp) and o.operands[1] is mem for o in op.walk())
+def _touch(op: Op):
+    """(matrix, 'w') for an SLM store, (matrix, 'r') for an SLM load, else (None, '')."""
+    if isinstance(op, ir.StoreMatrixOp):
+        return op.operands[1], "w"
+    if isinstance(op, ir.LoadMatrixOp):
+        return op.operands[0], "r"
+    return None, ""
+
+
+def _access(op: Op, mem: Value) -> str:
+    """'w' if ``op`` (or an op nested in it) stores into ``mem``, 'r' if it only loads from it, ''."""
+    kinds = {kind for m, kind in map(_touch, op.walk()) if m is mem}
+    return "w" if "w" in kinds else "r" if "r" in kinds else ""
 
 
 def drop_redundant(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
@@ -54,7 +65,7 @@ def drop_redundant(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
                     ops.remove(bar)
                     dropped += 1
                     break
-                if _writes(op, mem):
+                if _access(op, mem) == "w":
                     break
     return dropped
 
@@ -63,19 +74,10 @@ def _loops(func: ir.FuncOp) -> List[ir.ForOp]:
     return [o for o in func.walk() if isinstance(o, ir.ForOp)]
 
 
-def _access(op: Op, mem: Value) -> str:
-    """'w' if ``op`` (or an op nested in it) stores into ``mem``, 'r' if it only loads from it, ''."""
-    kinds = {"w" if isinstance(o, ir.StoreMatrixOp) and o.operands[1] is mem else
-             "r" if isinstance(o, ir.LoadMatrixOp) and o.operands[0] is mem else "" for o in op.walk()}
-    return "w" if "w" in kinds else "r" if "r" in kinds else ""
-
-
 def _matrices(ops: List[Op]) -> List[Value]:
     """The SLM matrices ``ops`` (and the ops nested in them) store into or load from."""
     out: List[Value] = []
-    for o in (o for op in ops for o in op.walk()):
-        mem = o.operands[1] if isinstance(o, ir.StoreMatrixOp) else \
-            o.operands[0] if isinstance(o, ir.LoadMatrixOp) else None
+    for mem, _ in (_touch(o) for op in ops for o in op.walk()):
         if mem is not None and mem not in out:
             out.append(mem)
     return out
