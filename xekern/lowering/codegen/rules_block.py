@@ -723,8 +723,9 @@ def _widen_operand(cg: CodeGen, v, t: DType):
     return cg.b.sext(v, I32) if t.is_signed else cg.b.zext(v, I32)
 
 
+# IGC 12504's spelling (short/int operands)
 _DPAS_NAMES = {"bf16": "bf16_bf16_matrix_mad_k16", "f16": "f16_f16_matrix_mad_k16",
-               "i8": "i8_i8_matrix_mad_k32", "ui8": "u8_u8_matrix_mad_k32", "f32": "tf32_tf32_matrix_mad_k8_f32"}  # IGC 12504's spelling (short/int operands)
+               "i8": "i8_i8_matrix_mad_k32", "ui8": "u8_u8_matrix_mad_k32", "f32": "tf32_tf32_matrix_mad_k8_f32"}
 
 
 def _pack(cg: CodeGen, slots: List, per: int, bits: int, as_float=False):
