@@ -34,6 +34,12 @@ def pvc_k_unroll() -> int:
     return configs_for("bf16", "pvc")[0].kwargs["K_UNROLL"]
 
 
+def pvc_bk(ab) -> int:
+    """BK of gemm.py's first pvc config for operand dtype ``ab`` (float32: tf32)."""
+    key = {"bfloat16": "bf16", "float16": "f16", "int8": "int8", "float32": "f32"}[ab.user_name]
+    return configs_for(key, "pvc")[0].kwargs["BK"]
+
+
 def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
     return dict(a_ptr=P(ab), b_ptr=P(ab), c_ptr=P(acc), bias_ptr=P(acc), M=xl.int32, N=xl.int32, K=xl.int32,
                 stride_ab=xl.int32, stride_bb=xl.int32, stride_cb=xl.int32, BM=BM, BN=BN, BK=BK, GROUP_M=8,
@@ -70,11 +76,11 @@ def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
 
 def report():
     rows = []
-    plan = [("pvc", d, l, 256, 256, 64 if d == xl.int8 else 32, 32, 256, pvc_k_unroll())
-            for d in (xl.bfloat16, xl.float16, xl.int8) for l in ("nn", "nt", "tn", "tt")]
+    plan = [("pvc", d, l, 256, 256, pvc_bk(d), 32, 256, pvc_k_unroll())
+            for d in (xl.bfloat16, xl.float16, xl.int8, xl.float32) for l in ("nn", "nt", "tn", "tt")]
     plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
-    print("flagship GEMM, offline: pvc 256x256 tile, 32 subgroups, 256 GRF, K steps per K-loop iteration "
-          f"{pvc_k_unroll()}; dg2 at gemm.py's dg2 configs "
+    print("flagship GEMM, offline: pvc 256x256 tile (BK 32, int8 64, float32 as tf32 16), 32 subgroups, 256 GRF, "
+          f"K steps per K-loop iteration {pvc_k_unroll()}; dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
           f"{'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} {'model %':>8}")

@@ -22,6 +22,7 @@ from .codegen.block_io import known_multiple
 from .codegen.rules_memory import origin_multiple
 from .codegen.visa_dpas import PRECISION as VISA_PRECISION
 from .distribute import Split, Splitter
+from .layouts import rows_per_register
 from .rewrite import PassError
 
 
@@ -69,13 +70,13 @@ class Blocking(Splitter):
         t = op.result.type
         info = self.target.block2d_for(t.elem) if self.target.merge_block2d and not self.target.is_cpu else None
         if info is None or op.attrs.get("transpose") or len(s.grid) != 2 or t.layout is None or \
-                t.layout.lane_layout != (1, self.target.sg_size):
+                t.layout.lane_layout != (1, self.target.sg_size) and (self.ctx.spirv_ext or not rows_per_register(
+                    t.elem, t.layout, s.piece_type.shape[-1], self.target.sg_size)):
             return super().rule_load_nd(op)
         h, w = s.piece_type.shape
         gr, gc = s.grid
         lanes = self.target.sg_size
         bits = t.elem.bits
-
 
         # at most 16 dwords per lane (LLVM's SPIR-V backend and spirv-val cap vectors at 16), or the
         # target's raw_block2d_bits for DPAS operands of workgroup-level kernels on IGC's builtins

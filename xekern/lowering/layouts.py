@@ -189,6 +189,17 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_
     return la, lb, lc
 
 
+def rows_per_register(elem: DType, layout, width: int, sg: int) -> bool:
+    """Whether a block ``width`` 32-bit elements wide, narrower than the subgroup, lies in registers
+    as ``layout`` says when a 2D block read (or a 32-bit transposed one, ``width`` memory rows
+    long) fills them: a register takes ``sg // width`` rows one after another, so lane ``l`` holds
+    column ``l % width`` of rows ``l // width``, ``l // width + sg // width``, ...: that is
+    ``lane_layout = [sg // width, width]`` with ``lane_data = [1, 1]``, tf32's DPAS A fragment (8
+    rows of 8)."""
+    return elem.bits == 32 and width < sg and sg % width == 0 and layout.lane_layout == (sg // width, width) \
+        and layout.lane_data == (1, 1) and tuple(layout.order or (1, 0)) == (1, 0)
+
+
 def batched_dpas_layouts(target: Target, elem: DType, B: int, M: int, N: int, K: int, G: int):
     """Layouts of a batched product (``multi_mma``, seed 002) A [B, M, K] x B [B, K, N] -> C [B, M, N]:
     ``min(B, G)`` subgroup groups along the batch, each owning one matrix at a time (``sg_data = 1``,

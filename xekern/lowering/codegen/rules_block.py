@@ -22,6 +22,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
+from ..layouts import rows_per_register
 from ..rewrite import PassError
 from ..spirv_asm import is_asm
 from .core import CodeGen, NamedRegister, NdDesc, VecSlots, lazy_slots, ll_type, mem_type, rule
@@ -50,15 +51,19 @@ def _update_nd(cg: CodeGen, op: ir.UpdateNdOffsetOp):
     return [NdDesc(d.base, d.shape, d.strides, [cg.b.add(o, x) for o, x in zip(d.offsets, deltas)], d.type)]
 
 
-
-def _transpose32(t: DType, lay, shape, sg: int):
+def _transpose32(t: DType, lay, shape, sg: int, narrow: bool = True):
     """For a transposed load whose result tile (shape (R, C), C = the memory rows) has layout
     ``lay``: (dword columns, memory rows) of the 32-bit transposed 2D block read that delivers it
     exactly, or None. A 32-bit transpose gives lane ``l`` memory row ``l`` as dwords; with 16- or
     8-bit data each dword packs 2 or 4 consecutive elements of that row, which is the VNNI B
     fragment (``lane_data = (32 / bits, 1)``) and, for 16 bits, the A fragment (``lane_data =
-    (1, 1)``: component ``r`` = row ``r``)."""
+    (1, 1)``: component ``r`` = row ``r``). With ``narrow``, a 32-bit tile of C < sg memory rows
+    laid out ``layouts.rows_per_register`` (tf32's A fragment read from A^T) is R dword columns of
+    C rows: its transpose fills each register with sg / C of the R result rows, as a plain read of
+    the transposed matrix would."""
     R, C = shape
+    if narrow and rows_per_register(t, lay, C, sg) and R <= 8 and R % (sg // C) == 0:
+        return R, C
     if lay.lane_layout != (1, sg) or C != sg:
         return None
     pack = 32 // t.bits
@@ -73,10 +78,12 @@ def _block2d(cg: CodeGen) -> bool:
     return cg.family == "gpu" and cg.target.has_block2d
 
 
-def _block_fits(cg: CodeGen, op, store: bool = False) -> bool:
+def _block_fits(cg: CodeGen, op, store: bool = False, narrow: bool = True) -> bool:
     """Whether a block's tile layout is the register payload of a 2D block message (one row of a
-    block across the sub-group's lanes, ``lane_data`` packing VNNI pairs or sub-32-bit columns);
-    blocks that are not are accessed element by element (still correct, slower)."""
+    block across the sub-group's lanes, ``lane_data`` packing VNNI pairs or sub-32-bit columns; with
+    ``narrow``, also a 32-bit block narrower than the subgroup, several rows per register:
+    ``layouts.rows_per_register``, read back from IGC's own message); blocks that are not are
+    accessed element by element (still correct, slower)."""
     d = cg.get(op.tdesc).type
     tiles = op.attrs["tiles"]
     sg = cg.target.sg_size
@@ -88,12 +95,15 @@ def _block_fits(cg: CodeGen, op, store: bool = False) -> bool:
     h *= (op.attrs.get("block_grid") or (1, 1))[0]
     for tile in tiles:
         lay = tile.layout
-        if lay.lane_layout != (1, sg):
-            return False
         if op.attrs.get("transpose"):
-            if _transpose32(t, lay, tile.shape, sg) is None or len(tiles) != 1:
+            if _transpose32(t, lay, tile.shape, sg, narrow) is None or len(tiles) != 1:
                 return False
             continue
+        if lay.lane_layout != (1, sg):
+            if narrow and not store and not op.attrs.get("packed") and rows_per_register(t, lay, w, sg) and \
+                    w <= info.max_width and h <= info.max_height:
+                continue
+            return False
         ld0, ld1 = lay.lane_data
         if store:
             if (ld0, ld1) != (1, 1) or w != sg:
@@ -345,7 +355,7 @@ def _load_transposed32(cg: CodeGen, op, d: NdDesc, tile, read=_genisa_read) -> L
     _, _, _, x, y = region(cg, d, _origin(cg, d, op))
     # x is in elements of the message: dwords of the memory row
     x = cg.b.udiv(cg.b.mul(x, cg.i32(t.bits)), cg.i32(32)) if t.bits < 32 else x
-    vec = read(cg, d, x, y, 32, dwords, rows, 1, True, False, ll.VectorType(I32, dwords))
+    vec = read(cg, d, x, y, 32, dwords, rows, 1, True, False, ll.VectorType(I32, dwords * rows // cg.target.sg_size))
     m = len(lane_slot_offsets(tile.layout, tile.shape))
     if t.bits < 32 and tile.layout.lane_data == (1, 1):  # A fragment: one element per component
         vec = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))

@@ -89,7 +89,7 @@ def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int,
 @rule(ir.LoadNdOp, family=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if _block2d(cg) and _block_fits(cg, op):
+    if _block2d(cg) and _block_fits(cg, op, narrow=False):  # (SPV_INTEL_2d_block_io's narrow reads: unchecked)
         return _load_block2d(cg, op, d, read=_spirv_read)
     return _load_elementwise(cg, op, d)
 
