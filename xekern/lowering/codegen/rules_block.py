@@ -82,7 +82,7 @@ def _block_fits(cg: CodeGen, op, store: bool = False, narrow: bool = True) -> bo
     """Whether a block's tile layout is the register payload of a 2D block message (one row of a
     block across the sub-group's lanes, ``lane_data`` packing VNNI pairs or sub-32-bit columns; with
     ``narrow``, also a 32-bit block narrower than the subgroup, several rows per register:
-    ``layouts.rows_per_register``, read back from IGC's own message); blocks that are not are
+    ``layouts.rows_per_register``, as IGC reads tf32 fragments); blocks that are not are
     accessed element by element (still correct, slower)."""
     d = cg.get(op.tdesc).type
     tiles = op.attrs["tiles"]
