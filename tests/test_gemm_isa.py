@@ -129,7 +129,7 @@ def _pvc_k_loop(dtype: str, layout: str):
     from gemm import gemm_kernel
     from isa_report import signature
     from xekern.tools.isa import compile_isa, find_loops, parse_isa
-    ab = DTYPES.get(dtype, xl.float32)  # (or "tf32")
+    ab = DTYPES[dtype]
     acc = xl.int32 if ab.is_int else xl.float32
     c = gemm_kernel.compile_offline(signature(ab, acc, layout, 256, 256, pvc_bk(ab), 2,
                                               pvc_k_unroll()), target="pvc", num_subgroups=32)
