@@ -133,6 +133,16 @@ class Op:
         return f"<{self.op_name}>"
 
 
+def users(root: "Op") -> Dict["Value", List[Tuple["Op", int]]]:
+    """Each value an op in ``root`` (``root`` itself and the ops nested in it) reads -> those
+    readers with the operand's index, in walk order."""
+    out: Dict[Value, List[Tuple[Op, int]]] = {}
+    for o in root.walk():
+        for i, v in enumerate(o.operands):
+            out.setdefault(v, []).append((o, i))
+    return out
+
+
 class Builder:
     """Appends ops to a block; ``loc`` is stamped on every op built through it."""
 

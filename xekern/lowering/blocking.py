@@ -45,10 +45,7 @@ class Blocking(Splitter):
         # loads whose every result is a DPAS A or B operand and nothing else, of a type inline-vISA
         # DPAS takes: it names them inside a named register, so their messages may exceed an LLVM
         # vector (codegen's ``_load_named``); any other user would want the pieces as vectors
-        uses = {}
-        for o in func.walk():
-            for i, v in enumerate(o.operands):
-                uses.setdefault(v, []).append((o, i))
+        uses = ir.users(func)
         self.dpas_only = {o for o in func.walk() if isinstance(o, (ir.LoadNdOp, ir.LoadMatrixOp)) and o.results
                           and all(uses.get(r) and all(isinstance(u, ir.DpasOp) and i < 2 and
                                                       r.type.elem.name in VISA_PRECISION for u, i in uses[r])
@@ -69,9 +66,11 @@ class Blocking(Splitter):
         s = self._split_of(op.result, op)
         t = op.result.type
         info = self.target.block2d_for(t.elem) if self.target.merge_block2d and not self.target.is_cpu else None
-        if info is None or op.attrs.get("transpose") or len(s.grid) != 2 or t.layout is None or \
-                t.layout.lane_layout != (1, self.target.sg_size) and (self.ctx.spirv_ext or not rows_per_register(
-                    t.elem, t.layout, s.piece_type.shape[-1], self.target.sg_size)):
+        if info is None or op.attrs.get("transpose") or len(s.grid) != 2 or t.layout is None:
+            return super().rule_load_nd(op)
+        narrow = not self.ctx.spirv_ext and rows_per_register(t.elem, t.layout, s.piece_type.shape[-1],
+                                                               self.target.sg_size)  # (tf32's A)
+        if t.layout.lane_layout != (1, self.target.sg_size) and not narrow:
             return super().rule_load_nd(op)
         h, w = s.piece_type.shape
         gr, gc = s.grid

@@ -152,10 +152,7 @@ def fenceless(func: ir.FuncOp) -> int:
     (there must be one; the walk does not wrap round, as what comes before the loop is not seen)
     and it, no op writes memory or has any other side effect than a prefetch, and every result of
     every SLM load there is used, and only by DPAS there. Returns how many."""
-    users: Dict[Value, List[Op]] = {}
-    for o in func.walk():
-        for v in o.operands:
-            users.setdefault(v, []).append(o)
+    readers = ir.users(func)
     marked = 0
     for loop in _loops(func):
         ops = loop.body.ops
@@ -165,7 +162,7 @@ def fenceless(func: ir.FuncOp) -> int:
                 continue
             inner = {o for op in ops[prev + 1:at] for o in op.walk()}
             if all(_quiet(o) for o in inner) and all(
-                    users.get(r) and all(isinstance(u, ir.DpasOp) and u in inner for u in users[r])
+                    readers.get(r) and all(isinstance(u, ir.DpasOp) and u in inner for u, _ in readers[r])
                     for o in inner if isinstance(o, ir.LoadMatrixOp) for r in o.results):
                 ops[at].attrs["no_fence"] = True
                 marked += 1

@@ -451,10 +451,7 @@ def fused_loads(func: ir.FuncOp, family: str) -> set:
     their register copies are never needed, so they are not built."""
     if family != "cpu":
         return set()
-    uses = {}
-    for o in func.walk():
-        for v in o.operands:
-            uses.setdefault(v, []).append(o)
+    uses = {v: [o for o, _ in readers] for v, readers in ir.users(func).items()}
     fused = set()
     for o in func.walk():
         if not isinstance(o, ir.LoadNdOp) or len(o.tdesc.type.shape) != 2:

@@ -76,10 +76,7 @@ def loop_accumulators(cg: CodeGen, op: ir.ForOp) -> Dict[int, Accumulator]:
     by the next one alone) and the chain's end is yielded and used nowhere else in the loop."""
     if cg.family != "gpu":
         return {}
-    uses: Dict[ir.Value, List[ir.Op]] = {}
-    for o in (x for top_op in op.body.ops for x in top_op.walk()):
-        for v in o.operands:
-            uses.setdefault(v, []).append(o)
+    uses = {v: [o for o, _ in readers] for v, readers in ir.users(op).items()}
     top = set(op.body.ops)
     yield_op = op.body.ops[-1]
     out = {}
