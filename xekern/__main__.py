@@ -257,11 +257,12 @@ def compile_from_args(args):
     return kernel.compile_offline(sig, target=target, num_subgroups=args.num_subgroups, grf_mode=args.grf), target
 
 
-def isa_report(compiled, target: str, grf: Optional[int], keep: Optional[str] = None):
+def isa_report(compiled, target: str, grf: Optional[int], keep: Optional[str] = None,
+               compiler: Optional[str] = None):
     from xekern.tools.isa import compile_isa
     # without --grf: the mode the runtime would ask the driver for (lowering/grf.py)
     grf = grf if grf is not None else compiled.grf_mode
-    return compile_isa(compiled.spirv, compiled.name, target, grf_mode=grf, work_dir=keep)
+    return compile_isa(compiled.spirv, compiled.name, target, grf_mode=grf, work_dir=keep, compiler=compiler)
 
 
 def _write(text: str, output: Optional[str]) -> None:
@@ -298,7 +299,7 @@ def cmd_compile(args) -> int:
     parts = []
     for stage in emits:
         if stage == "isa":
-            r = isa_report(c, target, args.grf)
+            r = isa_report(c, target, args.grf, compiler=args.compiler)
             text = r.text.rstrip("\n") + "\n\n" + r.summary()
         else:
             text = c.asm[stage]
@@ -309,7 +310,7 @@ def cmd_compile(args) -> int:
 
 def cmd_isa(args) -> int:
     c, target = compile_from_args(args)
-    r = isa_report(c, target, args.grf, args.keep)
+    r = isa_report(c, target, args.grf, args.keep, args.compiler)
     from xekern.tools.isa import loop_counts
     text = r.summary()
     if loop_counts(r) is None:
@@ -377,6 +378,14 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_toolchain(args) -> int:
+    from xekern.tools import toolchain
+    if args.action == "install":
+        toolchain.install(args.compilers or toolchain.ORDER, force=args.force, log=lambda m: print(m, flush=True))
+    print("\n".join(toolchain.info()))
+    return 0
+
+
 def knob_table() -> List[Tuple[str, str, str]]:
     """(variable, default, effect) rows of the table in ``xekern.knobs``' docstring."""
     rows = []
@@ -418,8 +427,9 @@ ISA_EXAMPLES = """examples:
   python -m xekern isa --target dg2 k.py:add_kernel -s "*fp32,*fp32,*fp32,i32" BLOCK=1024 --full
 
 The summary gives the GRF mode, spills and scratch size, instruction counts by kind for the whole
-kernel and its innermost loop (the K loop of a GEMM), and the dpas share of that loop. Needs ocloc
-and iga64 (apt-get install intel-opencl-icd libigc-tools).
+kernel and its innermost loop (the K loop of a GEMM), and the dpas share of that loop. Needs the
+offline GPU toolchain: python -m xekern toolchain install (IGC 2.x by default; --compiler 12504 for
+Debian 12's).
 """
 
 
@@ -434,6 +444,8 @@ def _kernel_args(p: argparse.ArgumentParser, target_default_help: str) -> None:
     p.add_argument("--grf", type=int, choices=(128, 256), help="registers per thread for GPU ISA "
                    "(ocloc's GRF mode); default: IGC chooses")
     p.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
+    p.add_argument("--compiler", choices=("current", "12504"), help="the offline GPU compiler for ISA "
+                   "(python -m xekern toolchain install): current (IGC 2.x, the default) or 12504 (Debian 12's)")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -471,7 +483,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("isa", parents=[common], formatter_class=raw, epilog=ISA_EXAMPLES,
                        help="compile a kernel to Intel GPU ISA and summarize it",
-                       description="Compile an @xk.jit kernel to Intel GPU ISA offline (ocloc + iga64) and "
+                       description="Compile an @xk.jit kernel to Intel GPU ISA offline (the toolchain's ocloc + iga64) and "
                                    "print a summary; --full prints the ISA too.")
     _kernel_args(p, "GPU target (default: XEKERN_TARGET if it names a GPU, else pvc)")
     p.add_argument("--full", action="store_true", help="print the ISA text before the summary")
@@ -485,6 +497,21 @@ def make_parser() -> argparse.ArgumentParser:
                               "xekern cache clear")
     p.add_argument("action", choices=("info", "clear"))
     p.set_defaults(func=cmd_cache, parser=p)
+
+    p = sub.add_parser("toolchain", parents=[common], formatter_class=raw,
+                       help="Intel's offline GPU compilers (ocloc, IGC) for the ISA checks",
+                       description="Fetch Intel's offline GPU compiler into xekern's cache folder (install), or "
+                                   "show what is there (info). Two compilers, each in a private root: 'current' "
+                                   "(compute-runtime 26.x / IGC 2.x from Debian unstable, what users' drivers "
+                                   "run; the default for ISA checks) and '12504' (Debian 12's IGC, 2022, for "
+                                   "comparison). Uses the machine's Debian mirror and apt; installs nothing "
+                                   "system-wide.",
+                       epilog="examples:\n  python -m xekern toolchain install\n  python -m xekern toolchain "
+                              "install current --force\n  python -m xekern toolchain info")
+    p.add_argument("action", choices=("install", "info"))
+    p.add_argument("compilers", nargs="*", metavar="COMPILER", help="current, 12504 (default: both)")
+    p.add_argument("--force", action="store_true", help="fetch again even if installed")
+    p.set_defaults(func=cmd_toolchain, parser=p)
 
     p = sub.add_parser("knobs", parents=[common], formatter_class=raw, help="environment variables xekern reads",
                        description="Every environment variable xekern reads, its current value and what it does "

@@ -3,6 +3,8 @@
 | variable | default | effect |
 | --- | --- | --- |
 | ``XEKERN_CACHE_DIR`` | ``~/.cache/xekern`` | where compiled kernels are kept on disk |
+| ``XEKERN_TOOLCHAIN_DIR`` | ``<cache dir>/toolchain`` | where ``python -m xekern toolchain install`` puts Intel's offline GPU compilers |
+| ``XEKERN_DEBIAN_MIRROR`` | the apt sources' | the Debian mirror the toolchain is fetched from, when the machine's apt sources name none (Ubuntu) |
 | ``XEKERN_CACHE`` | ``1`` | ``0`` disables the on-disk cache (the in-memory cache stays) |
 | ``XEKERN_DUMP`` | unset | stage names to print after compiling (``xegpu,lane,llir`` or ``all``); with ``XEKERN_DUMP_DIR`` they are written there instead |
 | ``XEKERN_DUMP_DIR`` | unset | directory for ``XEKERN_DUMP`` files (``<kernel>.<stage>.txt``) |
@@ -31,6 +33,10 @@ def _flag(name: str, default: bool) -> bool:
 
 def cache_dir() -> str:
     return os.environ.get("XEKERN_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "xekern")
+
+
+def toolchain_dir() -> str:
+    return os.environ.get("XEKERN_TOOLCHAIN_DIR") or os.path.join(cache_dir(), "toolchain")
 
 
 def disk_cache() -> bool:

@@ -180,13 +180,13 @@ class Asm(Mapping):
 
 
 def spirv_text(spirv: bytes) -> str:
-    """SPIR-V disassembly with ``spirv-dis`` when it is installed, else a note."""
-    import shutil
+    """SPIR-V disassembly with ``spirv-dis`` (the offline toolchain's, else one on PATH), else a note."""
     import subprocess
-    tool = shutil.which("spirv-dis")
+    from ..tools.toolchain import INSTALL_COMMAND, spirv_tool
+    tool = spirv_tool("spirv-dis")
     if tool is None:
-        return f"; {len(spirv)} bytes of SPIR-V (install spirv-tools for a disassembly)\n"
-    r = subprocess.run([tool, "-", "-o", "-"], input=spirv, capture_output=True)
+        return f"; {len(spirv)} bytes of SPIR-V (for a disassembly: {INSTALL_COMMAND})\n"
+    r = subprocess.run(tool + ["-", "-o", "-"], input=spirv, capture_output=True)
     if r.returncode == 0:
         return r.stdout.decode()
     from ..tools import spirv as sp
@@ -194,7 +194,7 @@ def spirv_text(spirv: bytes) -> str:
     if not intel:
         return f"; spirv-dis failed: {r.stderr.decode()}"
     # an older spirv-dis stops at the 2D block IO / MMA ops: show the rest, and those ops by name
-    r = subprocess.run([tool, "-", "-o", "-"], input=sp.without_intel_ops(spirv), capture_output=True)
+    r = subprocess.run(tool + ["-", "-o", "-"], input=sp.without_intel_ops(spirv), capture_output=True)
     head = "".join(f"; {o.name} {' '.join(f'%{x}' for x in o.operands)}\n" for o in intel)
     return (f"; this spirv-dis does not know {', '.join(sorted(set(sp.extensions(spirv)) & set(sp.EXTENSIONS)))}; "
             f"their ops (ids as below):\n{head}" + r.stdout.decode())

@@ -39,6 +39,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import XekernError
 from ..lowering.grf import build_options
 from ..targets import Target, get_target
+from . import toolchain
+from .toolchain import Installed, ToolchainError
 
 # The -options spelling of each GRF mode. Verified with ocloc 22.43 / IGC 12504 (NumGRFRequired in
 # PTM.txt): "-ze-opt-large-register-file" and "-cl-intel-256-GRF-per-thread" both give 256 on pvc;
@@ -83,20 +85,18 @@ class IsaError(XekernError):
 
 # ---- the tools -------------------------------------------------------------------------------------
 
-_INSTALL = "install them with: apt-get install -y intel-opencl-icd libigc-tools spirv-tools (HARDWARE.md)"
+def _compiler(name: Optional[str]) -> Installed:
+    """The installed compiler ``name`` (None: the default, ``current`` when it is installed)."""
+    try:
+        return toolchain.get(name)
+    except ToolchainError as e:
+        raise IsaError(str(e)) from None
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise IsaError(f"'{name}' is not on PATH; {_INSTALL}")
-    return path
-
-
-def _run(cmd: Sequence[str], cwd: str, what: str) -> subprocess.CompletedProcess:
+def _run(cmd: Sequence[str], cwd: str, what: str, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, errors="replace",
-                              timeout=TIMEOUT)
+                              timeout=TIMEOUT, env=None if env is None else dict(os.environ, **env))
     except subprocess.TimeoutExpired:
         raise IsaError(f"{what} did not finish in {TIMEOUT:.0f} s: {' '.join(cmd)}") from None
     except OSError as e:
@@ -108,50 +108,42 @@ def _output(r: subprocess.CompletedProcess) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _ocloc_version(ocloc: str) -> str:
+def _ocloc_devices(root: str, name: str) -> Tuple[str, ...]:
+    inst = _compiler(name)
     with tempfile.TemporaryDirectory(prefix="xekern-ocloc-") as d:
-        r = _run([ocloc, "query", "OCL_DRIVER_VERSION"], d, "ocloc query")
-        path = os.path.join(d, "OCL_DRIVER_VERSION")
-        if r.returncode == 0 and os.path.exists(path):
-            with open(path, errors="replace") as f:
-                return f.read().strip("\x00 \n") or "unknown"
-    return "unknown"
-
-
-@functools.lru_cache(maxsize=None)
-def _ocloc_devices(ocloc: str) -> Tuple[str, ...]:
-    with tempfile.TemporaryDirectory(prefix="xekern-ocloc-") as d:
-        text = _output(_run([ocloc, "compile", "--help"], d, "ocloc compile --help"))
-    m = re.search(r"<device_type> can be:\s*(.*?)(?:\s+or hexadecimal|\n)", text)
+        text = _output(_run(inst.command("ocloc", ["compile", "--help"]), d, "ocloc compile --help"))
+    m = re.search(r"<device_type> can be:\s*(.*?)(?:\s+or hexadecimal|,?\s+ip version|\n)", text)
     names = (x.strip() for x in m.group(1).split(",")) if m else ()
     return tuple(n for n in names if n and n != "version")  # "version": a <major>.<minor>.<revision> value
 
 
-def ocloc_version() -> str:
-    """The compute-runtime version of the installed ocloc (``22.43.24595`` on Debian 12)."""
-    return _ocloc_version(_tool("ocloc"))
+def ocloc_version(compiler: Optional[str] = None) -> str:
+    """The compute-runtime version of a compiler's ocloc (``26.27.39122``; ``22.43.24595`` for 12504)."""
+    return _compiler(compiler).ocloc_version
 
 
-def ocloc_devices() -> Tuple[str, ...]:
-    """The device names the installed ocloc accepts for ``-device`` (from ``ocloc compile --help``)."""
-    return _ocloc_devices(_tool("ocloc"))
+def ocloc_devices(compiler: Optional[str] = None) -> Tuple[str, ...]:
+    """The device names a compiler's ocloc accepts for ``-device`` (from ``ocloc compile --help``)."""
+    inst = _compiler(compiler)
+    return _ocloc_devices(inst.root, inst.name)
 
 
 def spirv_validate(spirv: bytes) -> Tuple[bool, str]:
-    """``(ok, message)`` from ``spirv-val``; ``ok`` is False with an explanation if the tool is missing.
+    """``(ok, message)`` from ``spirv-val`` (the toolchain's, which knows the Intel 2D block IO and
+    matrix ops; else one on PATH); ``ok`` is False with an explanation if there is none.
 
     >>> spirv_validate(compiled.spirv)
     (True, '')
     """
-    tool = shutil.which("spirv-val")
-    if tool is None:
-        return False, f"spirv-val is not on PATH; {_INSTALL}"
+    cmd = toolchain.spirv_tool("spirv-val")
+    if cmd is None:
+        return False, f"spirv-val is not installed; install the toolchain with: {toolchain.INSTALL_COMMAND}"
     with tempfile.TemporaryDirectory(prefix="xekern-spv-") as d:
         path = os.path.join(d, "k.spv")
         with open(path, "wb") as f:
             f.write(spirv)
         try:
-            r = _run([tool, path], d, "spirv-val")
+            r = _run(cmd + [path], d, "spirv-val")
         except IsaError as e:
             return False, str(e)
     return r.returncode == 0, _output(r)
@@ -423,6 +415,8 @@ class IsaReport:
     text: str                    # the ISA (iga64 -d)
     ocloc_output: str            # ocloc compile's stdout and stderr
     warnings: List[str] = field(default_factory=list)
+    compiler: str = ""           # the toolchain's compiler: "current" or "12504"
+    compiler_version: str = ""   # "ocloc 26.27.39122 / IGC 2.40.14-1"
 
     @property
     def spilled_around(self) -> int:
@@ -444,7 +438,8 @@ class IsaReport:
     def summary(self) -> str:
         """A short table: GRF mode, spills, counts by kind (whole kernel and innermost loop)."""
         head = (f"{self.kernel} on {self.target} (ocloc -device {self.device}"
-                + (f' -options "{self.options}"' if self.options else "") + ")")
+                + (f' -options "{self.options}"' if self.options else "") + ")"
+                + (f", {self.compiler} compiler: {self.compiler_version}" if self.compiler else ""))
         spill = (f"spilled around {self.spilled_around}" if self.spills else "no spill")
         lines = [head,
                  f"  SIMD{self.simd or '?'}, {self.grf_mode or '?'} GRF, {spill}, scratch {self.scratch_bytes} B/thread"
@@ -470,22 +465,25 @@ def _target(target: Union[Target, str]) -> Target:
         raise IsaError(str(e)) from None
 
 
-def _ocloc_failed(ocloc: str, t: Target, out: str) -> IsaError:
-    if "Cannot get HW Info" in out or "Unknown acronym" in out or "Invalid device" in out:
-        known = ", ".join(_ocloc_devices(ocloc)) or "unknown"
-        return IsaError(f"ocloc {_ocloc_version(ocloc)} does not know device '{t.ocloc_device}' (target {t.name}): "
-                        f"{out.strip()}\nDevices this ocloc accepts: {known}.\n{t.name} needs a newer Intel "
-                        f"compute-runtime/IGC than the one installed.")
-    return IsaError(f"ocloc could not compile the module for {t.ocloc_device} (target {t.name}):\n{out.strip()}")
+def _ocloc_failed(inst: Installed, t: Target, device: str, out: str) -> IsaError:
+    if re.search(r"Cannot get HW Info|Unknown acronym|Invalid device|Could not determine device target", out):
+        known = ", ".join(_ocloc_devices(inst.root, inst.name)) or "unknown"
+        return IsaError(f"ocloc {inst.ocloc_version} ({inst.name} compiler) does not know device '{device}' "
+                        f"(target {t.name}): {out.strip()}\nDevices this ocloc accepts: {known}.\n{t.name} needs a "
+                        f"newer Intel compute-runtime/IGC than this one (the current compiler: "
+                        f"{toolchain.INSTALL_COMMAND} current).")
+    return IsaError(f"ocloc ({inst.label}) could not compile the module for {device} (target {t.name}):\n{out.strip()}")
 
 
 def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_mode: Optional[int] = None,
-                options: str = "", work_dir: Optional[str] = None) -> IsaReport:
+                options: str = "", work_dir: Optional[str] = None, compiler: Optional[str] = None) -> IsaReport:
     """Compile SPIR-V with ocloc for ``target``, disassemble ``kernel_name`` and summarize it.
 
-    ``grf_mode`` (128 or 256, one of ``target.grf_modes``) forces the register file size; None leaves
-    it to IGC. ``options`` are extra ``-options`` for IGC. ``work_dir`` keeps the intermediate files
-    there (the default is a temporary directory).
+    ``compiler`` is ``current`` (IGC 2.x, the default when installed) or ``12504`` (Debian 12's),
+    from ``python -m xekern toolchain install``. ``grf_mode`` (128 or 256, one of
+    ``target.grf_modes``) forces the register file size; None leaves it to IGC. ``options`` are
+    extra ``-options`` for IGC. ``work_dir`` keeps the intermediate files there (the default is a
+    temporary directory).
 
     >>> r = compile_isa(c.spirv, c.name, "pvc", grf_mode=256)
     >>> r.grf_mode, r.counts.dpas, r.spilled_around
@@ -496,61 +494,141 @@ def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_
         raise IsaError(f"target {t.name} is not an Intel GPU with an ocloc device ({t.arch})")
     if grf_mode is not None and grf_mode not in t.grf_modes:
         raise IsaError(f"target {t.name} has GRF modes {t.grf_modes}, not {grf_mode}")
-    ocloc, iga = _tool("ocloc"), _tool("iga64")
+    inst = _compiler(compiler)
     opts = " ".join(o for o in (options.strip(), GRF_OPTIONS.get(grf_mode, "")) if o)
+    compile_in = _compile_dumped if inst.isa_from_dump else _compile_disassembled
     if work_dir is not None:
         os.makedirs(work_dir, exist_ok=True)
-        return _compile_in(work_dir, spirv, kernel_name, t, grf_mode, opts, ocloc, iga)
-    with tempfile.TemporaryDirectory(prefix="xekern-isa-") as d:
-        return _compile_in(d, spirv, kernel_name, t, grf_mode, opts, ocloc, iga)
+        r = compile_in(work_dir, spirv, kernel_name, t, opts, inst)
+    else:
+        with tempfile.TemporaryDirectory(prefix="xekern-isa-") as d:
+            r = compile_in(d, spirv, kernel_name, t, opts, inst)
+    if grf_mode is not None and r.grf_mode is not None and r.grf_mode != grf_mode:
+        raise IsaError(f"asked for {grf_mode} GRF with -options \"{opts}\" but IGC compiled {kernel_name} with "
+                       f"{r.grf_mode} (ocloc ignores options it does not know)")
+    if r.counts.calls:
+        r.warnings.append(f"{r.counts.calls} call/calla instruction(s): the module calls a function IGC could not "
+                          f"resolve (often a mis-mangled builtin: Itanium substitutions such as Dv8_iS_ are required)")
+    return r
 
 
-def _compile_in(d: str, spirv: bytes, kernel: str, t: Target, grf_mode: Optional[int], opts: str, ocloc: str,
-                iga: str) -> IsaReport:
+def _ocloc_compile(d: str, spirv: bytes, t: Target, opts: str, inst: Installed,
+                   env: Optional[Dict[str, str]] = None) -> Tuple[str, List[str]]:
+    """Run ``ocloc compile`` in ``d``; (its output, the binaries written)."""
     with open(os.path.join(d, "k.spv"), "wb") as f:
         f.write(spirv)
-    out_dir, dump = os.path.join(d, "bin"), os.path.join(d, "dump")
-    cmd = [ocloc, "compile", "-file", "k.spv", "-spirv_input", "-device", t.ocloc_device, "-output", "k",
-           "-out_dir", out_dir]
+    out_dir = os.path.join(d, "bin")
+    args = ["compile", "-file", "k.spv", "-spirv_input", "-device", t.ocloc_device, "-output", "k", "-out_dir", out_dir]
     if opts:
-        cmd += ["-options", opts]
-    r = _run(cmd, d, "ocloc compile")
-    compile_out = _output(r)
+        args += ["-options", opts]
+    r = _run(inst.command("ocloc", args), d, "ocloc compile", env)
+    out = _output(r)
     bins = sorted(glob.glob(os.path.join(out_dir, "k*.bin")))
     if r.returncode != 0 or not bins:
-        raise _ocloc_failed(ocloc, t, compile_out or f"exit status {r.returncode}, no binary written")
+        raise _ocloc_failed(inst, t, t.ocloc_device, out or f"exit status {r.returncode}, no binary written")
+    return out, bins
 
-    r = _run([ocloc, "disasm", "-file", bins[0], "-dump", dump, "-device", t.ocloc_device, "-ignore_isa_padding"],
-             d, "ocloc disasm")
+
+def _disassemble(inst: Installed, t: Target, path: str, d: str, kernel: str) -> Tuple[str, List[str]]:
+    """``iga64 -d`` of a kernel binary: (ISA text, iga64's warnings)."""
+    r = _run(inst.command("iga64", ["-d", f"-p={t.iga_platform}", path]), d, "iga64")
+    if r.returncode != 0 or not r.stdout.strip():
+        raise IsaError(f"iga64 -p={t.iga_platform} ({inst.label}) could not disassemble {kernel}:\n{_output(r)}")
+    return r.stdout, [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
+
+
+def _report(inst: Installed, t: Target, kernel: str, opts: str, text: str, ptm: Dict[str, int],
+            spills: List[SpillWarning], compile_out: str, warnings: List[str]) -> IsaReport:
+    # private memory lives in scratch too (or a stateless surface of its own): counted as scratch
+    scratch = sum(ptm.get(k, 0) for k in ("PerThreadScratchSpace", "PerThreadScratchSpaceSlot1",
+                                          "PerThreadPrivateMemorySize"))
+    return IsaReport(kernel=kernel, target=t.name, device=t.ocloc_device, options=opts,
+                     grf_mode=ptm.get("NumGRFRequired"), simd=ptm.get("LargestCompiledSIMDSize"), spills=spills,
+                     scratch_bytes=scratch, ptm=ptm, counts=count_isa(text), text=text, ocloc_output=compile_out,
+                     warnings=warnings, compiler=inst.name, compiler_version=inst.label)
+
+
+def _compile_disassembled(d: str, spirv: bytes, kernel: str, t: Target, opts: str, inst: Installed) -> IsaReport:
+    """IGC 12504's way: ``ocloc disasm`` writes each kernel's heap and PTM.txt (patch tokens)."""
+    compile_out, bins = _ocloc_compile(d, spirv, t, opts, inst)
+    dump = os.path.join(d, "dump")
+    r = _run(inst.command("ocloc", ["disasm", "-file", bins[0], "-dump", dump, "-device", t.ocloc_device,
+                                    "-ignore_isa_padding"]), d, "ocloc disasm")
     heap = os.path.join(dump, f"{kernel}_KernelHeap.dat")
     ptm_path = os.path.join(dump, "PTM.txt")
     if r.returncode != 0 or not os.path.exists(heap) or not os.path.exists(ptm_path):
         present = sorted(os.listdir(dump)) if os.path.isdir(dump) else []
         kernels = [f[:-len("_KernelHeap.dat")] for f in present if f.endswith("_KernelHeap.dat")]
         raise IsaError(f"ocloc disasm gave no kernel heap for '{kernel}' (kernels in the binary: "
-                       f"{', '.join(kernels) or 'none'}; files: {', '.join(present) or 'none'}). "
-                       f"A newer ocloc may write zebin, which this module does not read yet.\n{_output(r)}")
+                       f"{', '.join(kernels) or 'none'}; files: {', '.join(present) or 'none'}).\n{_output(r)}")
     with open(ptm_path, errors="replace") as f:
         ptm_text = f.read()
     ptm = parse_ptm(ptm_text, kernel)
+    text, warnings = _disassemble(inst, t, heap, d, kernel)
+    if _SYMBOL_TABLE_KERNEL in ptm_kernels(ptm_text):
+        warnings.append(f"IGC's {_SYMBOL_TABLE_KERNEL} is in the binary: the module calls a function IGC could "
+                        f"not resolve")
+    spills = [s for s in parse_spills(compile_out) if s.kernel == kernel]
+    return _report(inst, t, kernel, opts, text, ptm, spills, compile_out, warnings)
 
-    r = _run([iga, "-d", f"-p={t.iga_platform}", heap], d, "iga64")
-    if r.returncode != 0 or not r.stdout.strip():
-        raise IsaError(f"iga64 -p={t.iga_platform} could not disassemble {kernel}:\n{_output(r)}")
-    text = r.stdout
 
-    counts = count_isa(text)
-    warnings = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
-    if _SYMBOL_TABLE_KERNEL in ptm_kernels(ptm_text) or counts.calls:
-        warnings.append(f"{counts.calls} call/calla instruction(s) and IGC's {_SYMBOL_TABLE_KERNEL}: the module "
-                        f"calls a function IGC could not resolve (often a mis-mangled builtin: Itanium "
-                        f"substitutions such as Dv8_iS_ are required)")
-    got = ptm.get("NumGRFRequired")
-    if grf_mode is not None and got is not None and got != grf_mode:
-        raise IsaError(f"asked for {grf_mode} GRF with -options \"{opts}\" but IGC compiled {kernel} with {got} "
-                       f"(ocloc ignores options it does not know)")
-    return IsaReport(kernel=kernel, target=t.name, device=t.ocloc_device, options=opts, grf_mode=got,
-                     simd=ptm.get("LargestCompiledSIMDSize"),
-                     spills=[s for s in parse_spills(compile_out) if s.kernel == kernel],
-                     scratch_bytes=ptm.get("PerThreadScratchSpace", 0), ptm=ptm, counts=counts, text=text,
-                     ocloc_output=compile_out, warnings=warnings)
+def _compile_dumped(d: str, spirv: bytes, kernel: str, t: Target, opts: str, inst: Installed) -> IsaReport:
+    """IGC 2.x's way: its own shader dump (``IGC_ShaderDumpEnable``) holds each kernel's binary
+    (``*_<simd>_*.dat``, disassembled with the root's ``iga64``), its vISA assembly (whose
+    ``//.kernel`` line names it and ``//.spill size`` gives the spill bytes) and the zebin's
+    ``.zeinfo`` (GRF count, SIMD size, scratch and private buffers)."""
+    dump = os.path.join(d, "dump")
+    compile_out, _ = _ocloc_compile(d, spirv, t, opts, inst,
+                                    env={"IGC_ShaderDumpEnable": "1", "IGC_DumpToCustomDir": dump})
+    asms = {}
+    for path in sorted(glob.glob(os.path.join(dump, "*_simd*.asm"))):
+        with open(path, errors="replace") as f:
+            head = f.read(4096)
+        m = re.search(r"^//\.kernel (\S+)", head, re.M)
+        if m:
+            asms[m.group(1)] = path
+    if kernel not in asms:
+        raise IsaError(f"IGC's dump has no kernel '{kernel}' (kernels in the module: {', '.join(asms) or 'none'})")
+    asm = asms[kernel]
+    with open(asm, errors="replace") as f:
+        asm_text = f.read()
+    zeinfos = glob.glob(os.path.join(dump, "*.zeinfo"))
+    zeinfo = ""
+    for path in zeinfos:
+        with open(path, errors="replace") as f:
+            zeinfo = f.read()
+        if re.search(rf"^\s*- name:\s+{re.escape(kernel)}\s*$", zeinfo, re.M):
+            break
+    ptm = parse_zeinfo(zeinfo, kernel)
+    m = re.search(r"^//\.spill size (\d+)", asm_text, re.M)
+    spill = int(m.group(1)) if m else ptm.get("SpillSize", 0)
+    spills = [SpillWarning(kernel, ptm.get("LargestCompiledSIMDSize", 0), ptm.get("NumGRFRequired", 0), spill)] \
+        if spill else []
+    text, warnings = _disassemble(inst, t, asm[:-len(".asm")] + ".dat", d, kernel)
+    return _report(inst, t, kernel, opts, text, ptm, spills, compile_out, warnings)
+
+
+# zeinfo's execution_env keys, by the patch-token names IsaReport.ptm uses
+_ZEINFO_ENV = {"grf_count": "NumGRFRequired", "simd_size": "LargestCompiledSIMDSize", "has_dpas": "HasDPAS",
+               "barrier_count": "HasBarriers", "spill_size": "SpillSize", "has_stack_calls": "HasStackCalls",
+               "eu_thread_count": "ThreadsPerEU"}
+
+
+def parse_zeinfo(zeinfo: str, kernel: str) -> Dict[str, int]:
+    """The numbers of ``kernel``'s entry in a zebin's ``.zeinfo`` (YAML), under the patch-token
+    names of ``parse_ptm`` where one exists: GRF count, SIMD size, DPAS, barriers, spill size, and
+    per-thread scratch (``PerThreadScratchSpace``) and private memory (``PerThreadPrivateMemorySize``)."""
+    blocks = re.split(r"^  - name:\s+", zeinfo.split("kernels_misc_info:")[0], flags=re.M)[1:]
+    block = next((b for b in blocks if b.split("\n", 1)[0].strip() == kernel), None)
+    if block is None:
+        names = [b.split("\n", 1)[0].strip() for b in blocks]
+        raise IsaError(f"kernel '{kernel}' is not in the zeinfo; kernels there: {', '.join(names) or 'none'}")
+    out: Dict[str, int] = {"NumGRFRequired": 128}  # zeinfo leaves out the default GRF count
+    for key, value in re.findall(r"^\s+(\w+):\s+(\w+)\s*$", block.split("payload_arguments:")[0], re.M):
+        name = _ZEINFO_ENV.get(key)
+        if name is not None:
+            out[name] = 1 if value == "true" else 0 if value == "false" else int(value) if value.isdigit() else 0
+    for kind, usage, size in re.findall(r"- type:\s+(\w+)\s*\n\s+usage:\s+(\w+)\s*\n\s+size:\s+(\d+)", block):
+        key = "PerThreadPrivateMemorySize" if usage == "private_space" else "PerThreadScratchSpace"
+        out[key] = out.get(key, 0) + int(size)
+    return out

@@ -21,7 +21,6 @@ when ``spirv-dis`` cannot print the module.
 """
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -247,13 +246,14 @@ def without_intel_ops(spirv: bytes) -> bytes:
 
 def spirv_val(spirv: bytes) -> str:
     """``spirv-val``'s complaint about a module ('' when it accepts it)."""
-    tool = shutil.which("spirv-val")
+    from .toolchain import INSTALL_COMMAND, spirv_tool
+    tool = spirv_tool("spirv-val")
     if tool is None:
-        raise FileNotFoundError("spirv-val is not installed (apt-get install spirv-tools)")
+        raise FileNotFoundError(f"spirv-val is not installed ({INSTALL_COMMAND})")
     with tempfile.NamedTemporaryFile(suffix=".spv") as f:
         f.write(spirv)
         f.flush()
-        r = subprocess.run([tool, f.name], capture_output=True, text=True)
+        r = subprocess.run(tool + [f.name], capture_output=True, text=True)
     return "" if r.returncode == 0 else (r.stdout + r.stderr).strip()
 
 
