@@ -43,8 +43,8 @@ def cases():
     yield "pvc gemm f32 nn", gemm_kernel, gemm_sig(F32, BM=128, BN=128, BK=16), dict(target="pvc", num_subgroups=16)
     yield "pvc gemm bf16 bias gelu", gemm_kernel, gemm_sig(xl.bfloat16, BM=128, bias=True, act="gelu"), \
         dict(target="pvc", num_subgroups=16)
-    yield "pvc gemm bf16 spirv_ext", gemm_kernel, gemm_sig(xl.bfloat16), dict(target="pvc", num_subgroups=32,
-                                                                              spirv_ext=True)
+    yield "pvc gemm bf16 spirv-ext", gemm_kernel, gemm_sig(xl.bfloat16), dict(target="pvc", num_subgroups=32,
+                                                                              emitter="spirv-ext")
     yield "dg2 gemm bf16", gemm_kernel, gemm_sig(xl.bfloat16, BM=64, BN=64), dict(target="dg2", num_subgroups=8)
     yield "bmg gemm bf16", gemm_kernel, gemm_sig(xl.bfloat16, BM=128, BN=128), dict(target="bmg", num_subgroups=16)
     yield "cpu gemm f32", gemm_kernel, gemm_sig(F32, BM=128, BN=128, BK=16, pf=0), dict(target="cpu", num_subgroups=8)

@@ -3,7 +3,12 @@ import os
 import numpy as np
 import pytest
 
+from xekern.tools import toolchain
+
 SEED = int(os.environ.get("XEKERN_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+
+# the offline GPU toolchain stays where it was installed when a test points XEKERN_CACHE_DIR elsewhere
+os.environ.setdefault("XEKERN_TOOLCHAIN_DIR", toolchain.root_dir())
 
 
 def pytest_report_header(config):

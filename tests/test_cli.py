@@ -64,7 +64,7 @@ def work(tmp_path_factory):
 def xekern(work, *args, env=None, ok=True):
     """Run ``python -m xekern *args`` in ``work``; check the exit status (0, or 2 when ``ok`` is False)."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("XEKERN_")}  # only the knobs a test sets
-    e.update(XEKERN_CACHE_DIR=str(work / "cache"),
+    e.update(XEKERN_CACHE_DIR=str(work / "cache"), XEKERN_TOOLCHAIN_DIR=os.environ["XEKERN_TOOLCHAIN_DIR"],
              PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p), **(env or {}))
     r = subprocess.run([sys.executable, "-m", "xekern", *map(str, args)], cwd=work, capture_output=True, text=True,
                        env=e, timeout=600)

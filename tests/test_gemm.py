@@ -143,7 +143,7 @@ def test_cpu_f32_configs_inside_and_at_the_edges(rng, cfg):
 
 def test_cpu_f32_micro_kernel_llvm_ir():
     """What the OpenCL CPU compiler needs to emit vector loads and broadcasts (cpu_tiles): the
-    unchecked K loops hold at most target.fma_dot_slots accumulators and contain no bounds test
+    unchecked K loops hold at most the cpu emitter's fma_dot_slots accumulators and contain no bounds test
     (select, min, max; one compare: the loop's), with addresses from a broadcast tile base (the
     x86 then has vector loads and broadcasts, no gather: checked with CL_CONFIG_DUMP_ASM)."""
     import re
@@ -158,7 +158,7 @@ def test_cpu_f32_micro_kernel_llvm_ir():
     blocks = re.split(r"\n(?=[\w.]+:)", ir)
     loops = [bl for bl in blocks if bl.startswith("dpas.k")]
     fast = [bl for bl in loops if "select" not in bl]
-    slots = xk.targets["cpu"].fma_dot_slots
+    slots = c.emitter.fma_dot_slots
     assert len(fast) == len(loops) // 2 >= 64 * 64 // 16 // slots, "one unchecked loop per row group"
     for bl in fast:
         assert 0 < bl.count("phi float") <= slots

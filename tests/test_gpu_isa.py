@@ -38,7 +38,7 @@ GEMMS = [("pvc", xl.bfloat16, xl.float32), ("pvc", xl.float16, xl.float32), ("pv
 def test_dot_is_dpas(target, ab, c):
     r = isa(gemm_desc, gemm_sig(ab, c), target)
     assert r.counts.dpas_shapes.get("dpas.8x8", 0) >= 4, r.summary()
-    if target == "pvc":  # (B's blocks may share one message: merge_block2d)
+    if target == "pvc":  # (B's blocks may share one message: the emitter's merge_block2d)
         assert r.counts.load_block2d >= 1 and r.counts.store_block2d >= 1, r.summary()
 
 
@@ -124,12 +124,14 @@ def _order(r):
 @pytest.mark.parametrize("target", ["pvc", "dg2"])
 def test_compile_hint_is_a_scheduling_fence(target):
     """``xl.compile_hint()`` is vISA's ``fence_sw``: IGC issues the second load's messages after the
-    multiply above the hint, where without it it hoists them next to the first load's."""
+    multiply above the hint, where without it (on pvc) it hoists them next to the first load's."""
     sig = dict(x_ptr=P(xl.float32), y_ptr=P(xl.float32), o_ptr=P(xl.float32), BLOCK=256)
     free = _order(isa(hinted, dict(sig, HINT=False), target, num_subgroups=1))
     fenced = _order(isa(hinted, dict(sig, HINT=True), target, num_subgroups=1))
     loads = 256 // {"pvc": 16, "dg2": 8}[target]
     first_mul = lambda s: s.index("*")  # noqa: E731
-    # sends before the first multiply: address loads + both tiles' loads without the fence, one tile's with it
-    assert free[:first_mul(free)].count("S") >= 2 * loads, free
+    # sends before the first multiply: with the fence only the first tile's (and addresses), all of
+    # the second tile's after it; without it IGC hoists some or all of the second tile's above it
     assert fenced[:first_mul(fenced)].count("S") < 2 * loads <= fenced.count("S"), fenced
+    if target == "pvc":  # (on dg2, IGC 2.40 keeps them below the multiply even without the fence)
+        assert free[:first_mul(free)].count("S") > fenced[:first_mul(fenced)].count("S"), (free, fenced)

@@ -1,18 +1,19 @@
-"""xekern.tools.isa: SPIR-V -> Intel GPU ISA with the offline toolchain (ocloc, iga64, spirv-val).
+"""xekern.tools.isa: SPIR-V -> Intel GPU ISA with the offline toolchain (``python -m xekern
+toolchain install``: ocloc, iga64 and spirv-val of the current IGC 2.x and of Debian 12's IGC 12504).
 
 The modules are hand-written LLVM IR (HARDWARE.md's codegen recipes) compiled by xekern's own LLVM
 worker, so these tests check the tool, not the frontend; one test runs a real xekern kernel.
-CI installs the tools (.ci/run); a missing tool fails these tests rather than skipping them.
+CI installs the toolchain (.ci/run); a missing compiler fails these tests rather than skipping them.
 """
-import shutil
-
 import pytest
 
 import xekern as xk
 import xekern.language as xl
 from xekern.lowering import llvm
-from xekern.tools import isa
-from xekern.tools.isa import IsaError, compile_isa, find_loops, loop_counts, parse_ptm, parse_spills
+from xekern.tools import isa, toolchain
+from xekern.tools.isa import IsaError, compile_isa, find_loops, loop_counts, parse_ptm, parse_spills, parse_zeinfo
+
+COMPILERS = ["current", "12504"]
 
 HEADER = 'target triple = "spirv64-unknown-unknown"\n'
 DPAS16 = "_Z40intel_sub_group_bf16_bf16_matrix_mad_k16Dv8_sDv8_iDv8_f"
@@ -83,7 +84,8 @@ define spir_kernel void @mm8(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrs
 """
 
 
-BLOCK2D_KERNEL = HEADER + """declare <8 x i32> @llvm.genx.GenISA.LSC2DBlockRead.v8i32(i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i1, i1)
+# LSC2DBlockRead with IGC 2.x's 13th operand (cache controls), which IGC 12504 ignores
+BLOCK2D_KERNEL = HEADER + """declare <8 x i32> @llvm.genx.GenISA.LSC2DBlockRead.v8i32(i64, i32, i32, i32, i32, i32, i32, i32, i32, i32, i1, i1, i32)
 define spir_kernel void @blk(ptr addrspace(1) %a, ptr addrspace(1) %c, i32 %n) !intel_reqd_sub_group_size !0 {
 entry:
   %base = ptrtoint ptr addrspace(1) %a to i64
@@ -93,7 +95,7 @@ loop:
   %i = phi i32 [0, %entry], [%in, %loop]
   %acc = phi <8 x i32> [zeroinitializer, %entry], [%acc2, %loop]
   call void asm sideeffect "lsc_load_block2d.ugm.ca.ca (M1, 16) %null:d16.1x16x16nn flat[$0,$1,$2,$3,$4,$5]", "rw.u,rw.u,rw.u,rw.u,rw.u,rw.u"(i64 %base, i32 127, i32 63, i32 127, i32 0, i32 %i)
-  %v = call <8 x i32> @llvm.genx.GenISA.LSC2DBlockRead.v8i32(i64 %base, i32 127, i32 63, i32 127, i32 0, i32 %i, i32 16, i32 16, i32 16, i32 1, i1 false, i1 true)
+  %v = call <8 x i32> @llvm.genx.GenISA.LSC2DBlockRead.v8i32(i64 %base, i32 127, i32 63, i32 127, i32 0, i32 %i, i32 16, i32 16, i32 16, i32 1, i1 false, i1 true, i32 0)
   %acc2 = add <8 x i32> %acc, %v
   %in = add i32 %i, 16
   %cc = icmp slt i32 %in, %n
@@ -116,9 +118,17 @@ def dpas_spv():
     return spirv(dpas_loop_kernel(barrier=True))
 
 
-def test_tools_installed():
-    for tool in ("ocloc", "iga64", "spirv-val"):
-        assert shutil.which(tool), f"{tool} is missing: CI installs intel-opencl-icd libigc-tools spirv-tools"
+def test_toolchain_installed():
+    """Both compilers are in the toolchain folder, recorded and runnable; the default is the current one."""
+    for name, major in (("current", 24), ("12504", 22)):
+        c = toolchain.get(name)
+        assert int(c.ocloc_version.split(".")[0]) >= major and c.igc_version != "unknown", (name, c.manifest)
+        packages = {p["package"]: p for p in c.manifest["packages"]}
+        assert {"libc6", "intel-opencl-icd"} <= set(packages) and all(len(p["sha256"]) == 64 for p in packages.values())
+        assert isa.ocloc_version(name) == c.ocloc_version and "pvc" in isa.ocloc_devices(name)
+    assert toolchain.get().name == "current" and "bmg" in isa.ocloc_devices() and "ptl" in isa.ocloc_devices()
+    assert toolchain.spirv_tool("spirv-val") is not None
+    assert any(line.startswith("default for ISA checks: current") for line in toolchain.info())
 
 
 def test_spirv_validate(dpas_spv):
@@ -130,16 +140,21 @@ def test_spirv_validate(dpas_spv):
     assert not ok and msg
 
 
-def test_missing_tools(monkeypatch, dpas_spv):
+def test_missing_toolchain_names_the_command_that_installs_it(monkeypatch, tmp_path, dpas_spv):
+    monkeypatch.setenv("XEKERN_TOOLCHAIN_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", "")
     ok, msg = isa.spirv_validate(dpas_spv)
-    assert not ok and "spirv-val is not on PATH" in msg
-    with pytest.raises(IsaError, match="'ocloc' is not on PATH"):
+    assert not ok and "python -m xekern toolchain install" in msg
+    with pytest.raises(IsaError, match="no offline GPU compiler is installed .*; install it with: python -m xekern toolchain install"):
         compile_isa(dpas_spv, "mm", "pvc")
+    with pytest.raises(IsaError, match="the 12504 offline GPU compiler is not installed .* toolchain install 12504"):
+        compile_isa(dpas_spv, "mm", "pvc", compiler="12504")
 
 
-def test_pvc_dpas_loop(dpas_spv):
-    r = compile_isa(dpas_spv, "mm", "pvc")
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_pvc_dpas_loop(dpas_spv, compiler):
+    r = compile_isa(dpas_spv, "mm", "pvc", compiler=compiler)
+    assert r.compiler == compiler and r.compiler_version.startswith("ocloc ")
     assert (r.device, r.simd, r.grf_mode) == ("pvc", 16, 128)
     c = r.counts
     assert c.dpas == 1 and c.dpas_shapes == {"dpas.8x8": 1}
@@ -155,23 +170,25 @@ def test_pvc_dpas_loop(dpas_spv):
     assert "128 GRF" in text and "dpas.8x8 x1" in text and "innermost loop" in text
 
 
-def test_pvc_grf_modes_and_spills():
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_pvc_grf_modes_and_spills(compiler):
     spv = spirv(dpas_loop_kernel(n_acc=24))  # 24 x 8 accumulator registers live across the loop
-    small = compile_isa(spv, "mm", "pvc", grf_mode=128)
+    small = compile_isa(spv, "mm", "pvc", grf_mode=128, compiler=compiler)
     assert small.grf_mode == 128 and small.options == isa.GRF_OPTIONS[128]
     assert small.spills and small.spills[0].regs == 128 and small.spilled_around > 0
-    assert small.scratch_bytes > 0 and small.uses_stateless_spill_fill
+    assert small.scratch_bytes > 0 and (small.uses_stateless_spill_fill or compiler == "current")
     assert small.counts.scratch_reads > 0 and small.counts.scratch_writes > 0
     assert loop_counts(small).scratch > 0
-    large = compile_isa(spv, "mm", "pvc", grf_mode=256)
+    large = compile_isa(spv, "mm", "pvc", grf_mode=256, compiler=compiler)
     assert large.grf_mode == 256 and "-ze-opt-large-register-file" in large.options
     assert not large.spills and large.scratch_bytes == 0 and large.counts.scratch == 0
     assert large.counts.dpas == small.counts.dpas == 24
     assert "spilled around" in small.summary() and "no spill" in large.summary()
 
 
-def test_pvc_block2d_load_prefetch_store():
-    r = compile_isa(spirv(BLOCK2D_KERNEL), "blk", "pvc")
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_pvc_block2d_load_prefetch_store(compiler):
+    r = compile_isa(spirv(BLOCK2D_KERNEL), "blk", "pvc", compiler=compiler)
     c = r.counts
     assert (c.load_block2d, c.prefetch_block2d, c.store_block2d) == (1, 1, 1)
     loop = loop_counts(r)
@@ -225,14 +242,13 @@ def test_errors(dpas_spv):
 
 
 def test_bmg_device(dpas_spv):
-    """bmg needs a newer ocloc than Debian 12's 22.43: then the error must say so."""
-    if "bmg" in isa.ocloc_devices():
-        assert compile_isa(dpas_spv, "mm", "bmg").counts.dpas == 1
-        return
+    """bmg needs a newer compiler than Debian 12's 22.43: the current one knows it, the old one says so."""
+    assert compile_isa(dpas_spv, "mm", "bmg").counts.dpas == 1
     with pytest.raises(IsaError) as e:
-        compile_isa(dpas_spv, "mm", "bmg")
+        compile_isa(dpas_spv, "mm", "bmg", compiler="12504")
     msg = str(e.value)
-    assert "does not know device 'bmg'" in msg and "pvc" in msg and isa.ocloc_version() in msg
+    assert "does not know device 'bmg'" in msg and "pvc" in msg and isa.ocloc_version("12504") in msg
+    assert "toolchain install current" in msg
 
 
 # ---- parsers on synthetic text ---------------------------------------------------------------------
@@ -323,6 +339,45 @@ Unidentified PatchToken:
 \t4 Size 140
 \tHex 0 0 0 0 0 0 0 0 0 0 0 0 10 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 0 0 0 1 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 1 0 0 0 0 0 0 0 4 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 4 1 4 0 0 0 0 0 0 0 0 0
 """
+
+
+# zeinfo as IGC 2.40 writes it for a 256-GRF kernel that spills (trimmed)
+SYNTHETIC_ZEINFO = """\
+---
+version:         '1.73'
+kernels:
+  - name:            other
+    execution_env:
+      simd_size:       16
+  - name:            gemm_kernel
+    execution_env:
+      grf_count:       256
+      has_dpas:        true
+      simd_size:       16
+      spill_size:      8640
+      barrier_count:   1
+    payload_arguments:
+      - arg_type:        arg_bypointer
+        size:            8
+    per_thread_memory_buffers:
+      - type:            scratch
+        usage:           single_space
+        size:            16384
+      - type:            global
+        usage:           private_space
+        size:            512
+kernels_misc_info:
+  - name:            gemm_kernel
+"""
+
+
+def test_parse_zeinfo():
+    p = parse_zeinfo(SYNTHETIC_ZEINFO, "gemm_kernel")
+    assert (p["NumGRFRequired"], p["HasDPAS"], p["LargestCompiledSIMDSize"], p["HasBarriers"]) == (256, 1, 16, 1)
+    assert (p["SpillSize"], p["PerThreadScratchSpace"], p["PerThreadPrivateMemorySize"]) == (8640, 16384, 512)
+    assert parse_zeinfo(SYNTHETIC_ZEINFO, "other") == {"NumGRFRequired": 128, "LargestCompiledSIMDSize": 16}
+    with pytest.raises(IsaError, match="kernels there: other, gemm_kernel"):
+        parse_zeinfo(SYNTHETIC_ZEINFO, "missing")
 
 
 def test_parse_ptm():

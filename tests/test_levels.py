@@ -54,7 +54,7 @@ def test_levels_enter_the_pipeline_at_their_level():
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,
                BM=8, BN=16, BK=16)
     c = sg_gemm.compile_offline(sig, target="pvc")
-    assert list(c.asm)[:4] == ["xegpu", "sg", "inst", "lane"], list(c.asm)   # no layout stage
+    assert list(c.asm)[:5] == ["xegpu", "sg", "inst", "lane", "emitter"], list(c.asm)   # no layout stage
     ir = c.asm["xegpu"]
     assert 'level = "sg"' in ir and "sg_layout" not in ir, ir
     # subgroup shapes straight from the frontend: 8x16 A, 16x16 B (VNNI), 8x16 acc
@@ -62,7 +62,7 @@ def test_levels_enter_the_pipeline_at_their_level():
     assert "vector<16x16xbf16, #xegpu.layout<inst_data = [16, 16], lane_layout = [1, 16], lane_data = [2, 1]" in ir
     lane = lane_saxpy.compile_offline(dict(x_ptr=P(xl.float32), y_ptr=P(xl.float32), out_ptr=P(xl.float32),
                                            a=xl.float32, n=I32), target="cpu")
-    assert list(lane.asm)[:3] == ["xegpu", "lane", "llir"], list(lane.asm)
+    assert list(lane.asm)[:4] == ["xegpu", "lane", "emitter", "llir"], list(lane.asm)
     assert 'level = "lane"' in lane.asm["xegpu"]
 
 

@@ -10,8 +10,8 @@ P, F32, I32 = xk.pointer, xl.float32, xl.int32
 L1 = r"#xegpu.layout<sg_layout = \[4\], sg_data = \[64\], lane_layout = \[16\], lane_data = \[1\], order = \[0\]>"
 
 
-def stages(kernel, target="cpu", num_subgroups=4, **sig):
-    return kernel.compile_offline(sig, target=target, num_subgroups=num_subgroups).asm
+def stages(kernel, target="cpu", num_subgroups=4, emitter=None, **sig):
+    return kernel.compile_offline(sig, target=target, num_subgroups=num_subgroups, emitter=emitter).asm
 
 
 @xk.jit
@@ -265,25 +265,27 @@ def k_bf16_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr
     c_desc.store((0, 0), acc)
 
 
-def test_blocking_merges_adjacent_blocks_where_the_target_says_so():
-    """bmg and pvc (merge_block2d): adjacent blocks of one subgroup load in one message,
-    ``block_grid = [rows, cols]`` blocks with one result each. bmg (SPIR-V block loads: LLVM vectors)
-    stops at 16 dwords per lane: A 32x32 in two messages of 2x2 blocks of 8x16, B 32x64 VNNI in four
-    of 1x2 blocks of 16x16. pvc reads DPAS operands into named vISA registers up to its
-    raw_block2d_bits (32 dwords): A in one message of 4x2 blocks, B in two of 2x2. The CPU keeps one
-    message per block."""
+def test_blocking_merges_adjacent_blocks_where_the_emitter_says_so():
+    """GPU emitters (merge_block2d): adjacent blocks of one subgroup load in one message,
+    ``block_grid = [rows, cols]`` blocks with one result each. spirv-ext (SPIR-V block loads: LLVM
+    vectors) stops at 16 dwords per lane: A 32x32 in two messages of 2x2 blocks of 8x16, B 32x64
+    VNNI in four of 1x2 blocks of 16x16. visa (pvc and bmg) reads DPAS operands into named vISA
+    registers of up to 32 registers (32 dwords per lane): A in one message of 4x2 blocks, B in two of
+    2x2. The CPU keeps one message per block."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(F32), M=I32, N=I32, K=I32, BM=32, BN=64, BK=32)
-    loads = lambda t: [ln for ln in stages(k_bf16_gemm, target=t, num_subgroups=1, **sig)["inst"].splitlines()  # noqa: E731
-                       if "xegpu.load_nd" in ln]
-    for t, (a_grid, a_count), (b_grid, b_count) in (("bmg", ((2, 2), 2), ((1, 2), 4)),
-                                                    ("pvc", ((4, 2), 1), ((2, 2), 2))):
-        merged = loads(t)
+    loads = lambda t, e=None: [ln for ln in stages(k_bf16_gemm, target=t, num_subgroups=1, emitter=e,  # noqa: E731
+                                                   **sig)["inst"].splitlines() if "xegpu.load_nd" in ln]
+    for t, e, (a_grid, a_count), (b_grid, b_count) in (("bmg", "spirv-ext", ((2, 2), 2), ((1, 2), 4)),
+                                                       ("pvc", "spirv-ext", ((2, 2), 2), ((1, 2), 4)),
+                                                       ("pvc", None, ((4, 2), 1), ((2, 2), 2)),
+                                                       ("bmg", None, ((4, 2), 1), ((2, 2), 2))):
+        merged = loads(t, e)
         a_grid, b_grid = ", ".join(map(str, a_grid)), ", ".join(map(str, b_grid))
         a = [ln for ln in merged if f"block_grid = [{a_grid}]}}" in ln and
              re.search(rf"%\d+:{8 // a_count} = ", ln)]
         b = [ln for ln in merged if f"block_grid = [{b_grid}], packed = true" in ln and
              re.search(rf"%\d+:{8 // b_count} = ", ln)]
-        assert len(merged) == a_count + b_count and len(a) == a_count and len(b) == b_count, (t, merged)
+        assert len(merged) == a_count + b_count and len(a) == a_count and len(b) == b_count, (t, e, merged)
         check("\n".join(merged), rf"xegpu.load_nd .*\{{block_grid = \[{a_grid}\]\}} : \(!xegpu.tensor_desc<8x16xbf16",
               rf"xegpu.load_nd .*\{{block_grid = \[{b_grid}\], packed = true\}} : \(!xegpu.tensor_desc<16x16xbf16")
     single = loads("cpu")

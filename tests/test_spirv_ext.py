@@ -1,10 +1,9 @@
-"""The SPIR-V-ops table (codegen/rules_spirv_block.py): 2D block IO and DPAS as
+"""The spirv-ext emitter (codegen/rules_spirv_ext.py): 2D block IO and DPAS as
 OpSubgroup2DBlock*INTEL / OpSubgroupMatrixMultiplyAccumulateINTEL for current drivers.
 
-IGC 12504 here rejects these ops and this spirv-val (2023.1) predates them, so the modules are
-checked by ``xekern.tools.spirv.validate`` (each op against its spec, the rest by spirv-val), and
-each block message is compared with the one the IGC-builtin table sends for the same kernel."""
-import dataclasses
+The modules are checked by ``xekern.tools.spirv.validate`` (each op against its spec, the rest by
+spirv-val), and each block message is compared with the one the igc-builtins emitter sends for the
+same kernel."""
 import os
 import re
 import sys
@@ -39,15 +38,6 @@ def genisa_reads(llir: str):
     return sorted(out)
 
 
-@pytest.fixture
-def pvc_intrinsics(monkeypatch):
-    """pvc with every 2D block read as IGC's LSC2DBlockRead intrinsic, none as the raw_sends of
-    ``raw_block2d_bits``, so that ``genisa_reads`` sees every message in the LLVM IR."""
-    t = dataclasses.replace(xk.targets["pvc"], name="pvc-intrinsics", raw_block2d_bits=0, device_names=())
-    monkeypatch.setitem(xk.targets, t.name, t)
-    return t.name
-
-
 def check(c, table=True):
     problems = sp.validate(c.spirv)
     assert not problems, "\n".join(problems)
@@ -63,21 +53,23 @@ GEMMS = [(xl.bfloat16, "nn"), (xl.bfloat16, "tn"), (xl.float16, "nt"), (xl.int8,
 
 
 @pytest.mark.parametrize("ab,layout", GEMMS, ids=[f"{a.user_name}-{lay}" for a, lay in GEMMS])
-def test_flagship_gemm_uses_the_spirv_ops(ab, layout, pvc_intrinsics):
+def test_flagship_gemm_uses_the_spirv_ops(ab, layout):
     acc = xl.int32 if ab.is_int else xl.float32
     bk = {8: 64, 16: 32, 32: 16}[ab.bits]
     sig = signature(ab, acc, layout, 256, 256, bk, 2)
-    new = gemm_kernel.compile_offline(sig, target="pvc", num_subgroups=32, spirv_ext=True)
-    old = gemm_kernel.compile_offline(sig, target=pvc_intrinsics, num_subgroups=32)
+    new = gemm_kernel.compile_offline(sig, target="pvc", num_subgroups=32, emitter="spirv-ext")
+    # igc-builtins: every 2D block read is IGC's LSC2DBlockRead intrinsic (none a raw_sends), which
+    # ``genisa_reads`` sees in the LLVM IR
+    old = gemm_kernel.compile_offline(sig, target="pvc", num_subgroups=32, emitter="igc-builtins")
     got = check(new)
     assert "SPV_INTEL_2d_block_io" in sp.extensions(new.spirv)
     assert "SPV_INTEL_subgroup_matrix_multiply_accumulate" in sp.extensions(new.spirv)
-    assert not sp.ops(old.spirv), "the IGC-builtin table must not emit the new ops"
+    assert not sp.ops(old.spirv), "the igc-builtins emitter must not emit the new ops"
     mma = [s for s in got if s[0] == MMA]
     # 32x64 per subgroup: 4 x 4 DPAS 8x16 per K step, 2 K steps in a BK tile
     assert len(mma) == 32 and {s[1:] for s in mma} == {(256 // ab.bits, 8, FLAGS[ab.name])}, mma
-    # the same 2D block read messages as the IGC-builtin table (same payload, same unpacking), but for
-    # tf32's A fragments (8 rows of 8): the IGC table reads them 8 dwords wide, two rows per register
+    # the same 2D block read messages as igc-builtins (same payload, same unpacking), but for tf32's
+    # A fragments (8 rows of 8): igc-builtins reads them 8 dwords wide, two rows per register
     # (layouts.rows_per_register), this one element by element (SPV_INTEL_2d_block_io's narrow reads
     # are unchecked)
     reads = sorted(s for s in got if s[0] in (LOAD, TRANSFORM, TRANSPOSE))
@@ -97,50 +89,60 @@ def test_bmg_int8_a_transposed_through_slm():
     """bmg (merged B blocks) reads int8 A^T and B with VNNI reads of two payload sizes in one kernel:
     both go through the one Subgroup2DBlockLoadTransformINTEL declaration."""
     c = gemm_kernel.compile_offline(signature(xl.int8, xl.int32, "tn", 256, 256, 64, 2), target="bmg",
-                                    num_subgroups=32)
+                                    num_subgroups=32, emitter="spirv-ext")
     got = check(c)
     assert len({s[1:] for s in got if s[0] == TRANSFORM}) == 2 and c.slm_bytes > 0, got
 
 
 def test_per_op_kernels_use_the_spirv_ops():
     sig = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32, BM=16, BN=16)
-    plain = check(copy_blocks.compile_offline(dict(sig, TRANSPOSE=False), target="pvc", spirv_ext=True))
+    plain = check(copy_blocks.compile_offline(dict(sig, TRANSPOSE=False), target="pvc", emitter="spirv-ext"))
     assert {s[0] for s in plain} == {LOAD, STORE}, plain
-    tr = check(copy_blocks.compile_offline(dict(sig, BN=8, TRANSPOSE=True), target="pvc", spirv_ext=True))
+    tr = check(copy_blocks.compile_offline(dict(sig, BN=8, TRANSPOSE=True), target="pvc", emitter="spirv-ext"))
     assert TRANSPOSE in {s[0] for s in tr}, tr
     pre = check(row_sums_advance.compile_offline(
-        dict(x_ptr=P(xl.float16), o_ptr=P(xl.float32), M=I32, K=I32, BM=16, BK=32), target="pvc", spirv_ext=True))
+        dict(x_ptr=P(xl.float16), o_ptr=P(xl.float32), M=I32, K=I32, BM=16, BK=32), target="pvc", emitter="spirv-ext"))
     assert PREFETCH in {s[0] for s in pre} and LOAD in {s[0] for s in pre}, pre
     for ab, c in ((xl.bfloat16, xl.float32), (xl.uint8, xl.int32)):
         g = check(gemm_desc.compile_offline(dict(a_ptr=P(ab), b_ptr=P(ab), c_ptr=P(c), M=I32, N=I32, K=I32, BM=32,
-                                                 BN=32, BK=256 // ab.bits), target="pvc", spirv_ext=True))
+                                                 BN=32, BK=256 // ab.bits), target="pvc", emitter="spirv-ext"))
         assert {s[3] for s in g if s[0] == MMA} == {FLAGS[ab.name]}, g
 
 
-def test_dg2_mma_without_block_io():
-    """DG2 has no 2D block IO: the table gives it the 8-wide MMA op and element-wise loads."""
-    g = check(gemm_desc.compile_offline(dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32,
-                                             N=I32, K=I32, BM=32, BN=32, BK=32), target="dg2", spirv_ext=True))
-    assert {s[0] for s in g} == {MMA} and {s[1:] for s in g} == {(16, 8, FLAGS["bf16"])}, g
+def test_not_for_gpus_without_2d_block_io():
+    """dg2 (and Xe-LPG) have no 2D block IO, and IGC 2.40 takes SPV_INTEL_2d_block_io only from Xe-HPC
+    on: the emitter is not offered there; IGC's builtins give the same 8-wide dpas."""
+    sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32, BM=32, BN=32,
+               BK=32)
+    with pytest.raises(xk.LaunchError, match="spirv-ext emitter is for GPUs with 2D block IO"):
+        gemm_desc.compile_offline(sig, target="dg2", emitter="spirv-ext")
+    c = gemm_desc.compile_offline(sig, target="dg2")
+    assert c.asm["emitter"].startswith("igc-builtins") and not sp.ops(c.spirv)
 
 
-def test_table_is_selected_by_target_knob_and_option(monkeypatch):
+def test_emitter_is_chosen_by_driver_knob_and_option(monkeypatch):
     sig = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32, BM=16, BN=16, TRANSPOSE=False)
-    monkeypatch.delenv("XEKERN_SPIRV_EXT", raising=False)
-    assert sp.ops(copy_blocks.compile_offline(sig, target="bmg").spirv), "bmg's record selects the table"
-    assert not sp.ops(copy_blocks.compile_offline(sig, target="pvc").spirv), "pvc keeps IGC 12504's builtins"
-    assert not sp.ops(copy_blocks.compile_offline(sig, target="bmg", spirv_ext=False).spirv)
-    monkeypatch.setenv("XEKERN_SPIRV_EXT", "1")
-    assert sp.ops(copy_blocks.compile_offline(sig, target="pvc").spirv), "XEKERN_SPIRV_EXT=1 forces it on pvc"
+    monkeypatch.delenv("XEKERN_EMITTER", raising=False)
+    for target in ("pvc", "bmg"):  # the current compiler takes the ops, but inline vISA is chosen first
+        c = copy_blocks.compile_offline(sig, target=target)
+        assert c.asm["emitter"].startswith("visa") and not sp.ops(c.spirv), c.asm["emitter"]
+    assert sp.ops(copy_blocks.compile_offline(sig, target="bmg", emitter="spirv-ext").spirv)
+    with pytest.raises(xk.LaunchError, match="spirv-ext emitter needs a driver that takes SPV_INTEL_2d_block_io"):
+        copy_blocks.compile_offline(sig, target="bmg", compiler="12504", emitter="spirv-ext")
+    with pytest.raises(xk.LaunchError, match="visa emitter writes 2D block messages and DPAS"):
+        copy_blocks.compile_offline(sig, target="dg2", emitter="visa")
+    monkeypatch.setenv("XEKERN_EMITTER", "spirv-ext")
+    assert sp.ops(copy_blocks.compile_offline(sig, target="pvc").spirv), "XEKERN_EMITTER=spirv-ext on pvc"
     assert not sp.ops(copy_blocks.compile_offline(sig, target="cpu").spirv), "the CPU device never gets it"
-    monkeypatch.setenv("XEKERN_SPIRV_EXT", "0")
-    assert not sp.ops(copy_blocks.compile_offline(sig, target="bmg").spirv), "XEKERN_SPIRV_EXT=0 turns it off"
+    monkeypatch.setenv("XEKERN_EMITTER", "igc-builtins")
+    c = copy_blocks.compile_offline(sig, target="bmg")
+    assert c.asm["emitter"].startswith("igc-builtins") and "GenISA.LSC2DBlockRead" in c.asm["llir_unoptimized"]
 
 
 def test_checker_catches_a_broken_op():
     """The spec check is not vacuous: a store whose payload pointer is the base pointer is refused."""
     sig = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32, BM=16, BN=16, TRANSPOSE=False)
-    spirv = bytearray(copy_blocks.compile_offline(sig, target="pvc", spirv_ext=True).spirv)
+    spirv = bytearray(copy_blocks.compile_offline(sig, target="pvc", emitter="spirv-ext").spirv)
     store = next(i for i in sp.instructions(bytes(spirv)) if i.opcode == 6235)
     words = list(store.words)
     words[4] = words[5]  # payload := the CrossWorkgroup base pointer

@@ -52,3 +52,7 @@ class LaunchError(XekernError, TypeError):
 
 class CacheWarning(UserWarning):
     """The kernel cache had to be rebuilt or bypassed."""
+
+
+class EmitterWarning(UserWarning):
+    """A device's driver rejected a kernel's code, which was rebuilt with the next emitter."""

@@ -14,7 +14,8 @@
 | ``XEKERN_DEBUG`` | ``0`` | ``1`` keeps ``xl.device_assert`` / ``xl.device_print`` in kernels |
 | ``XEKERN_LLVM_ISOLATION`` | ``1`` | ``0`` runs LLVM inside the user's process (an LLVM abort then ends it) |
 | ``XEKERN_OCL_ICD`` | found | path of the OpenCL CPU runtime library (``libintelocl.so``) if it is not found |
-| ``XEKERN_SPIRV_EXT`` | from the target | ``1``/``0`` forces GPU codegen's SPIR-V 2D block IO / matrix-multiply ops table on/off |
+| ``XEKERN_DRIVER`` | probed | the GPU driver's compiler, instead of probing the device (``runtime/driver_probe.py``): ``igc2`` (takes the SPIR-V 2D block IO / matrix ops) or ``igc1`` |
+| ``XEKERN_EMITTER`` | chosen per kernel | how GPU code is emitted: ``visa``, ``spirv-ext``, ``igc-builtins`` (``lowering/emitters.py``); unset: the best one the target and the driver take |
 | ``XEKERN_KERNEL_CACHE_SIZE`` | ``256`` | compiled specializations each kernel keeps in memory (least recently used dropped first) |
 | ``XEKERN_DRIVER_REFS`` | ``1`` | ``0`` keeps the OpenCL references dpctl 0.22 leaks per build (``runtime/driver_refs.py``) |
 """
@@ -80,10 +81,14 @@ def driver_refs() -> bool:
     return _flag("XEKERN_DRIVER_REFS", True)
 
 
-def spirv_ext() -> Optional[bool]:
-    """``XEKERN_SPIRV_EXT``: True/False forces the SPIR-V ops table, None leaves it to the target."""
-    v = os.environ.get("XEKERN_SPIRV_EXT", "").strip()
-    return None if v == "" else _flag("XEKERN_SPIRV_EXT", False)
+def driver() -> Optional[str]:
+    """``XEKERN_DRIVER``: a driver's name (``igc2``, ``igc1``), or None to probe the device."""
+    return os.environ.get("XEKERN_DRIVER", "").strip() or None
+
+
+def emitter() -> Optional[str]:
+    """``XEKERN_EMITTER``: an emitter's name, or None to leave the choice to the target and driver."""
+    return os.environ.get("XEKERN_EMITTER", "").strip() or None
 
 
 def kernel_cache_size() -> int:

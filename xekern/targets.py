@@ -2,7 +2,8 @@
 
 Every hardware number a pass or codegen needs lives here, with where it comes from. Passes
 receive a ``Target``; only the runtime asks a device what it is (``target_for``). A new Intel
-GPU is one more record (and, at most, new rows in codegen's intrinsic tables).
+GPU is one more record (and, at most, new rows in codegen's intrinsic tables). How xekern emits
+code for a GPU through a given driver compiler is not a fact of the GPU: ``lowering/emitters.py``.
 
 Example::
 
@@ -83,31 +84,6 @@ class Target:
     model: Optional[str] = None     # for the CPU: the GPU whose lane-level code it runs
     ocloc_device: Optional[str] = None
     iga_platform: Optional[str] = None
-    spirv_block_io: bool = False    # current drivers: SPV_INTEL_2d_block_io and subgroup MMA ops
-    # operand dtypes whose dot is plain FMAs over the whole subgroup tile instead of DPAS blocks
-    # (the CPU device: it has no tf32 engine, and an unblocked K loop is its natural GEMM kernel)
-    fma_dot: Tuple[str, ...] = ()
-    # at most this many accumulator slots per lane in one FMA K loop: the CPU device widens each
-    # into a vector register (AVX-512: 32 zmm; B's rows and the vectorizer's pointer vectors take
-    # 6-8: 32 accumulators spilled in its x86); a bigger subgroup tile runs one K loop per group
-    # of rows instead of spilling accumulators every step
-    fma_dot_slots: int = 24
-    # merge adjacent instruction blocks into one 2D block message (blocking's array_length / stacked
-    # blocks, at most 16 dwords per lane, or raw_block2d_bits for DPAS operands). On pvc the pieces
-    # are used in place by inline-vISA DPAS (codegen/visa_dpas.py); IGC 12504's own DPAS builtin
-    # would copy each one out first.
-    merge_block2d: bool = False
-    # 2D block loads of at most this many bits per lane, and 2D block prefetches, are sent as inline
-    # vISA ``raw_sends`` from a message payload built once outside loops (carried through a K loop
-    # as a recurrence: one add per message and iteration). IGC 12504 rebuilds the whole payload
-    # (6 movs) for every LSC2DBlockRead. Inline vISA goes through placeholder calls
-    # (lowering/spirv_asm.py), as LLVM's own inline asm stops at 128 bits. Reads of more than 16
-    # dwords per lane (up to 32 registers) land in named vISA registers. 0: off.
-    raw_block2d_bits: int = 0
-    # DPAS operands that lie one after another in SLM (a transposed A tile, ``slm-transpose``) are
-    # read by one transposed LSC message of up to this many bytes into a named vISA register
-    # (codegen/slm_read.py; IGC 12504's own sub-group block reads stop at 256 bytes). 0: off.
-    raw_slm_read_bytes: int = 0
     # private memory per work item (``xl.alloc_private``, seed 003's ``private(...)`` attribution).
     # IGC's limit, not a measured one: Platform::maxPerThreadScratchSpace is 256 KiB of scratch per
     # hardware thread on Xe-HP and later ("XeHP_SDV and above are for each physical thread: 256k"),
@@ -213,8 +189,7 @@ PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
-    iga_platform="12p72", peak_tflops_bf16=839.0, raw_block2d_bits=1024, raw_slm_read_bytes=512, merge_block2d=True,
-    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    iga_platform="12p72", peak_tflops_bf16=839.0, private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide
     # (Xe-HPC); 128/256 GRF modes, 32 named barriers, 2 x 64 Xe cores (Max 1550): HARDWARE.md
@@ -224,12 +199,11 @@ BMG = Target(
     name="bmg", arch="Xe2-HPG (Arc B580)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
-    iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True, merge_block2d=True,
-    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    iga_platform="xe2", peak_tflops_bf16=116.7, private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg"),
     # Xe2 keeps Xe-HPC's DPAS (N=16) and 2D block tables (MLIR XeGPU uArch Xe2 table); 20 Xe2 cores and
     # 116.7 TFLOP/s bf16: Intel Arc B580 specification (HARDWARE.md)
-    notes="20 Xe2 cores, 456 GB/s; needs a driver newer than this workplace's IGC 12504")
+    notes="20 Xe2 cores, 456 GB/s; needs a driver newer than Debian 12's IGC 12504")
 
 DG2 = Target(
     name="dg2", arch="Xe-HPG (Arc A770 / Flex)", sg_size=8, sub_group_sizes=(8, 16, 32),
@@ -245,7 +219,7 @@ CPU = Target(
     name="cpu", arch="Intel OpenCL CPU device, 16-wide GPU model", sg_size=16,
     sub_group_sizes=(4, 8, 16, 32, 64), dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64,
     grf_modes=(128,), slm_bytes=256 * 1024, max_workgroup_size=8192, named_barriers=32, xe_cores=0,
-    private_bytes=PVC.private_bytes, kind="cpu", model="pvc", fma_dot=("f32",),
+    private_bytes=PVC.private_bytes, kind="cpu", model="pvc",
     notes="runs PVC's lane-level code; DPAS and 2D block IO are emulated exactly with shuffles and loads")
 
 CPU8 = Target(

@@ -3,7 +3,8 @@
     python examples/gemm/gemm.py                       # a correct default GEMM and a short table
     python examples/gemm/gemm.py --dtype bf16 --layout nt --m 1000 --n 999 --k 777 --check
     python examples/gemm/gemm.py --bench               # sizes 512, 1024, 2048 against NumPy
-    python examples/gemm/gemm.py --isa                 # pvc / dg2 ISA reports (offline, ocloc)
+    python examples/gemm/gemm.py --isa                 # pvc / bmg / dg2 ISA with the current IGC (offline)
+    python examples/gemm/gemm.py --isa --compiler 12504 # the same with Debian 12's IGC 12504
 
 dtypes: f32 (tf32 DPAS on GPUs, float32 on the CPU device), bf16 and f16 (float32 accumulation,
 output bf16/f16/f32), int8 -> int32. Layouts: nn, nt, tn, tt — t means the operand is stored
@@ -146,7 +147,7 @@ def configs_for(dtype: str, target: str):
         return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":
-        # the CPU's f32 dot is an FMA micro-kernel per lane (target.fma_dot): one subgroup per
+        # the CPU's f32 dot is an FMA micro-kernel per lane (the cpu emitter's fma_dot): one subgroup per
         # workgroup; its K loops run over groups of rows whose accumulators fit the registers, so a
         # larger tile only reuses more of what it loads (64 x 64: A and B tiles stay in L1)
         return [xk.Config(dict(BM=64, BN=64, BK=32, GROUP_M=4, PREFETCH=0), num_subgroups=1),
@@ -273,7 +274,10 @@ def main(argv=None):
     p.add_argument("--check", action="store_true", help="check every dtype x layout (or the given ones) on "
                    "ragged sizes")
     p.add_argument("--bench", action="store_true", help="f32 sweep over 512, 1024, 2048 against NumPy")
-    p.add_argument("--isa", action="store_true", help="compile for pvc and dg2 offline and report the ISA")
+    p.add_argument("--isa", action="store_true", help="compile for pvc, bmg and dg2 offline and report the ISA "
+                   "(the toolchain of `python -m xekern toolchain install`)")
+    p.add_argument("--compiler", default=None, choices=["current", "12504"], help="with --isa: the offline "
+                   "compiler (default: current, IGC 2.x)")
     p.add_argument("--rep", type=int, default=5)
     p.add_argument("--no-tune", action="store_true", help="use the first config instead of autotuning "
                                                             "(implied by --check)")
@@ -282,7 +286,8 @@ def main(argv=None):
     rng = np.random.default_rng()
     if args.isa:
         from isa_report import report
-        return report()
+        report(args.compiler)
+        return 0
     if args.bench:
         from bench import bench
         return bench(args)

@@ -1,8 +1,10 @@
-"""``gemm.py --isa``: the flagship GEMM compiled offline for pvc and dg2, and what IGC made of it.
+"""``gemm.py --isa``: the flagship GEMM compiled offline for pvc, bmg and dg2, and what IGC made of it.
 
-For each dtype x layout: GRF mode, spills, the K-loop's instruction counts (dpas, 2D block loads,
-prefetches, SLM messages and barriers of int8 A^T's cooperative transpose, other), its dpas density,
-and a throughput model:
+The compiler is the current one of ``python -m xekern toolchain`` (IGC 2.x, what users run) unless
+``--compiler 12504`` asks for Debian 12's; the code is emitted for that compiler's driver (the
+emitter, ``lowering/emitters.py``, is printed). For each target x dtype x layout: GRF mode, spills
+and scratch, the K-loop's instruction counts (dpas, 2D block loads, prefetches, SLM messages and
+barriers of A^T's cooperative transpose, other), its dpas share, and a throughput model:
 
   * one ``dpas.8x8`` keeps a systolic array busy for 8 cycles (8 repeats x 8 deep; SIMD16 on pvc,
     SIMD8 on dg2), and a vector engine issues about one instruction per cycle from its threads;
@@ -47,15 +49,17 @@ def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
                 ACT=None, K_UNROLL=k_unroll)
 
 
-def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
+def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1, compiler=None):
     """One GEMM's K-loop figures; ``k_unroll`` K steps of BK per loop iteration (gemm.py's pvc
-    configs take 2)."""
+    configs take 2). ``compiler``: the offline compiler (``current``, the default, or ``12504``),
+    which the code is emitted for and compiled by."""
     acc = xl.int32 if ab.is_int else xl.float32
     c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2, k_unroll), target=target,
-                                    num_subgroups=ns)
-    r = compile_isa(c.spirv, c.name, target, grf_mode=grf)
+                                    num_subgroups=ns, compiler=compiler)
+    r = compile_isa(c.spirv, c.name, target, grf_mode=grf, compiler=compiler)
     lc = loop_counts(r)
     row = dict(target=target, dtype=ab.user_name, layout=layout, grf=r.grf_mode, spill=r.spilled_around,
+               compiler=r.compiler_version, emitter=c.emitter.name,
                scratch=r.scratch_bytes, total=lc.total if lc else 0, dpas=lc.dpas if lc else 0,
                loads=lc.load_block2d if lc else 0, prefetch=lc.prefetch_block2d if lc else 0,
                density=lc.dpas_share if lc else 0.0, stores=r.counts.store_block2d,
@@ -74,31 +78,44 @@ def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1):
     return row
 
 
-def report():
+def report(compiler=None, targets=("pvc", "bmg", "dg2")):
+    """Print one row per target x dtype x layout (dg2 at its own configs) and return the rows."""
+    from xekern.tools.isa import ocloc_version
+    from xekern.tools import toolchain
     rows = []
-    plan = [("pvc", d, l, 256, 256, pvc_bk(d), 32, 256, pvc_k_unroll())
+    plan = [(t, d, l, 256, 256, pvc_bk(d), 32, 256, pvc_k_unroll())
+            for t in targets if t != "dg2"
             for d in (xl.bfloat16, xl.float16, xl.int8, xl.float32) for l in ("nn", "nt", "tn", "tt")]
-    plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
-    print("flagship GEMM, offline: pvc 256x256 tile (BK 32, int8 64, float32 as tf32 16), 32 subgroups, 256 GRF, "
+    if "dg2" in targets:
+        plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
+    try:
+        inst = toolchain.get(compiler)
+        version = f"{inst.name} compiler: {inst.label} (ocloc {ocloc_version(compiler)})"
+    except toolchain.ToolchainError as e:
+        print(f"no offline compiler: {e}")
+        return rows
+    print(f"flagship GEMM, offline, {version}")
+    print("pvc/bmg: 256x256 tile (BK 32, int8 64, float32 as tf32 16), 32 subgroups, 256 GRF, "
           f"K steps per K-loop iteration {pvc_k_unroll()}; dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
-    print(f"{'target':6} {'dtype':9} {'lay':3} {'GRF':>4} {'spill':>5} | K-loop: {'total':>5} {'dpas':>4} {'2Dload':>6} "
-          f"{'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} {'model %':>8}")
+    print(f"{'target':6} {'dtype':9} {'lay':3} {'emitter':12} {'GRF':>4} {'spill':>5} {'scratch':>7} | K-loop: "
+          f"{'total':>5} {'dpas':>4} {'2Dload':>6} {'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} "
+          f"{'model %':>8}")
     for target, ab, layout, BM, BN, BK, ns, grf, unroll in plan:
         try:
-            r = one(target, ab, layout, BM, BN, BK, ns, grf, unroll)
-        except (IsaError, xk.CompilationError) as e:
+            r = one(target, ab, layout, BM, BN, BK, ns, grf, unroll, compiler=compiler)
+        except (IsaError, xk.CompilationError, xk.LaunchError) as e:
             print(f"{target:6} {ab.user_name:9} {layout:3}  failed: {str(e).splitlines()[-1]}")
             continue
         rows.append(r)
-        print(f"{r['target']:6} {r['dtype']:9} {r['layout']:3} {r['grf']:>4} {r['spill']:>5} |         "
-              f"{r['total']:>5} {r['dpas']:>4} {r['loads']:>6} {r['prefetch']:>8} {r['slm']:>4} {r['barriers']:>3} "
-              f"{r['other']:>5} "
-              f"{100 * r['density']:6.1f}% {100 * r['model']:7.0f}%", flush=True)
+        print(f"{r['target']:6} {r['dtype']:9} {r['layout']:3} {r['emitter']:12} {r['grf']:>4} {r['spill']:>5} "
+              f"{r['scratch']:>7} |         {r['total']:>5} {r['dpas']:>4} {r['loads']:>6} {r['prefetch']:>8} "
+              f"{r['slm']:>4} {r['barriers']:>3} {r['other']:>5} {100 * r['density']:6.1f}% "
+              f"{100 * r['model']:7.0f}%", flush=True)
     print("model: predicted share of matrix-engine peak = 8*dpas / max(8*dpas, K-loop instructions) "
           "(see isa_report.py)")
     return rows
 
 
 if __name__ == "__main__":
-    report()
+    report(sys.argv[1] if len(sys.argv) > 1 else None)

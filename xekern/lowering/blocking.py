@@ -19,9 +19,10 @@ from ..ir.layout import block_offsets
 from ..ir.types import TensorDescType, VectorType
 from .codegen import slm_read
 from .codegen.block_io import known_multiple
-from .codegen.rules_memory import origin_multiple
+from .codegen.memory import origin_multiple
 from .codegen.visa_dpas import PRECISION as VISA_PRECISION
 from .distribute import Split, Splitter
+from .emitters import named_read_bits, slm_read_bytes
 from .layouts import rows_per_register
 from .rewrite import PassError
 
@@ -65,11 +66,12 @@ class Blocking(Splitter):
         are not valid SPIR-V) but for DPAS operands on targets that read into named registers."""
         s = self._split_of(op.result, op)
         t = op.result.type
-        info = self.target.block2d_for(t.elem) if self.target.merge_block2d and not self.target.is_cpu else None
+        emitter = self.ctx.emitter
+        info = self.target.block2d_for(t.elem) if emitter.merge_block2d else None
         if info is None or op.attrs.get("transpose") or len(s.grid) != 2 or t.layout is None:
             return super().rule_load_nd(op)
-        narrow = not self.ctx.spirv_ext and rows_per_register(t.elem, t.layout, s.piece_type.shape[-1],
-                                                               self.target.sg_size)  # (tf32's A)
+        narrow = emitter.narrow_block_reads and rows_per_register(t.elem, t.layout, s.piece_type.shape[-1],
+                                                                  self.target.sg_size)  # (tf32's A)
         if t.layout.lane_layout != (1, self.target.sg_size) and not narrow:
             return super().rule_load_nd(op)
         h, w = s.piece_type.shape
@@ -77,12 +79,12 @@ class Blocking(Splitter):
         lanes = self.target.sg_size
         bits = t.elem.bits
 
-        # at most 16 dwords per lane (LLVM's SPIR-V backend and spirv-val cap vectors at 16), or the
-        # target's raw_block2d_bits for DPAS operands of workgroup-level kernels on IGC's builtins
-        # (codegen's named registers, which inline-vISA DPAS names in place)
+        # at most 16 dwords per lane (LLVM's SPIR-V backend and spirv-val cap vectors at 16), or what
+        # the emitter's named-register reads take for DPAS operands of workgroup-level kernels (the
+        # visa emitter's, which inline-vISA DPAS names in place)
         cap = 16 * 32
-        if op in self.dpas_only and self.ctx.level == "wg" and not self.ctx.spirv_ext:
-            cap = max(cap, self.target.raw_block2d_bits)
+        if op in self.dpas_only and self.ctx.level == "wg":
+            cap = max(cap, named_read_bits(emitter, self.target))
 
         def fits(v, a):
             return (v * h <= info.max_height and a <= info.max_array and a * w <= info.max_width_x_array
@@ -105,14 +107,14 @@ class Blocking(Splitter):
         return [out]
 
     def rule_load_matrix(self, op: ir.LoadMatrixOp):
-        """DPAS operands read from SLM on targets with ``raw_slm_read_bytes`` (workgroup-level kernels,
-        IGC's builtins): pieces side by side along the last axis in one multi-result load_matrix,
+        """DPAS operands read from SLM by emitters with ``slm_block_reads`` (the visa emitter,
+        workgroup-level kernels): pieces side by side along the last axis in one multi-result load_matrix,
         up to a message's worth, where they lie one after another in the matrix
         (``slm_read.contiguous``): codegen reads them with one transposed SLM message. Else one load
         per piece."""
         t = op.result.type
-        limit = self.target.raw_slm_read_bytes if self.target.raw_block2d_bits else 0  # (inline-vISA DPAS)
-        if op not in self.dpas_only or not limit or self.ctx.level != "wg" or self.ctx.spirv_ext or \
+        limit = slm_read_bytes(self.ctx.emitter, self.target)
+        if op not in self.dpas_only or not limit or self.ctx.level != "wg" or \
                 not isinstance(t, VectorType) or t.layout is None or t.layout.inst_data is None:
             return super().rule_load_matrix(op)
         s = self._split_of(op.result, op)
@@ -144,7 +146,7 @@ class Blocking(Splitter):
 
     def rule_dpas(self, op: ir.DpasOp):
         a = op.operands[0].type
-        if a.elem.name in self.target.fma_dot:  # FMA dots are not cut into instruction blocks
+        if a.elem.name in self.ctx.emitter.fma_dot:  # FMA dots are not cut into instruction blocks
             return super().rule_dpas(op)
         shape = self.target.dpas_shape(a.elem)
         ia, ib = a.layout.inst_data, op.operands[1].type.layout.inst_data

@@ -156,7 +156,8 @@ def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False) ->
     return best[1]
 
 
-def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_transposed: bool = False):
+def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_transposed: bool = False,
+                 fma_dot: Sequence[str] = ()):
     """Workgroup layouts of A [M, K], B [K, N] and C [M, N] for a DPAS product on ``target``.
 
     ``b_transposed``: B comes from a transposed load, whose messages carry fewer columns than A's
@@ -167,8 +168,10 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_
     ``inst_data`` is the target's DPAS shape, and lane data follow the DPAS operand fragments:
     A packs ``32 / bits`` elements per lane when the sub-group is narrower than K, B is VNNI
     (``lane_data = [32 / bits, 1]``).
+
+    ``fma_dot``: operand dtypes the emitter computes as plain FMAs instead (``Emitter.fma_dot``).
     """
-    if elem.name in target.fma_dot:
+    if elem.name in fma_dot:
         return _fma_dot_layouts(target, M, N, K, G)
     shape = target.dpas_shape(elem)
     if shape is None:
@@ -200,12 +203,13 @@ def rows_per_register(elem: DType, layout, width: int, sg: int) -> bool:
         and layout.lane_data == (1, 1) and tuple(layout.order or (1, 0)) == (1, 0)
 
 
-def batched_dpas_layouts(target: Target, elem: DType, B: int, M: int, N: int, K: int, G: int):
+def batched_dpas_layouts(target: Target, elem: DType, B: int, M: int, N: int, K: int, G: int,
+                         fma_dot: Sequence[str] = ()):
     """Layouts of a batched product (``multi_mma``, seed 002) A [B, M, K] x B [B, K, N] -> C [B, M, N]:
     ``min(B, G)`` subgroup groups along the batch, each owning one matrix at a time (``sg_data = 1``,
     round-robin over the batch), and the 2-D DPAS layouts of the remaining subgroups inside."""
     gb = min(B, G)
-    la, lb, lc = dpas_layouts(target, elem, M, N, K, G // gb)
+    la, lb, lc = dpas_layouts(target, elem, M, N, K, G // gb, fma_dot=fma_dot)
 
     def lead(l: Layout) -> Layout:
         return Layout(sg_layout=(gb,) + l.sg_layout, sg_data=(1,) + l.sg_data,

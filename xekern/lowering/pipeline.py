@@ -23,10 +23,11 @@ from ..frontend import compile_to_ir
 from . import blocking, propagate_layout, sg_to_lane, slm_transpose, wg_to_sg
 from .grf import choose_grf_mode
 from .spirv_asm import lower_asm_calls
-from . import llvm as llvm_stage
-from .codegen import (rules_arith, rules_block, rules_debug, rules_memory, rules_private,  # noqa: F401
-                      rules_spirv_block)  # (they register their rules)
+from . import emitters, llvm as llvm_stage
+from .codegen import (rules_arith, rules_block, rules_cpu, rules_debug, rules_igc, rules_memory,  # noqa: F401
+                      rules_private, rules_spirv_ext, rules_visa)  # (they fill the emitters' rule tables)
 from .codegen.core import generate
+from .emitters import Emitter
 from .rewrite import PassError
 
 
@@ -40,14 +41,18 @@ class Options:
     debug: bool = False                # keep device_print / device_assert
     opt_level: Optional[int] = None    # LLVM's optimization level; None: automatic (llvm_opt_level)
     level: str = "wg"                  # the kernel's programming level (@xk.jit(level=...)): wg, sg or lane
-    # GPU: emit 2D block IO and DPAS as the SPIR-V ops of SPV_INTEL_2d_block_io /
-    # SPV_INTEL_subgroup_matrix_multiply_accumulate (current drivers) instead of IGC 12504's builtins
-    spirv_ext: bool = False
+    # how codegen reaches the hardware through the driver's compiler (lowering/emitters.py); None: the
+    # best emitter for the target and the current compiler (emitters.default_driver)
+    emitter: Optional[Emitter] = None
+
+    def __post_init__(self):
+        if self.emitter is None:
+            object.__setattr__(self, "emitter", emitters.choose(self.target, emitters.default_driver(self.target)))
 
     @property
     def key(self) -> tuple:
         """What distinguishes two compilations besides source and signature."""
-        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.spirv_ext,
+        return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.emitter.key,
                 self.level)
 
     @property
@@ -112,6 +117,7 @@ class Compiled:
     extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
     grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
     writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (runtime/writes.py)
+    emitter: Optional[Emitter] = None  # how its code was emitted (lowering/emitters.py)
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -227,6 +233,7 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
         dump("xegpu", func)
     lane = run_passes(func, options, asm, timings, dump)
     grf_mode = choose_grf_mode(lane, options)
+    asm["emitter"] = options.emitter.describe()
     t0 = time.perf_counter()
     try:
         cg = generate(lane, options)
@@ -252,4 +259,4 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("llir", asm["llir"])
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents, grf_mode, writes)
+                    extents, grf_mode, writes, options.emitter)

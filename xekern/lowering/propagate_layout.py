@@ -223,8 +223,9 @@ class PropagateLayout(Rewriter):
             *batch, m, k = a.type.shape
             n = b.type.shape[-1]
             try:
-                la, lb, lc = batched_dpas_layouts(self.target, a.type.elem, batch[0], m, n, k, self.G) if batch \
-                    else dpas_layouts(self.target, a.type.elem, m, n, k, self.G, _transposed_load(b))
+                fma = self.ctx.emitter.fma_dot
+                la, lb, lc = batched_dpas_layouts(self.target, a.type.elem, batch[0], m, n, k, self.G, fma) \
+                    if batch else dpas_layouts(self.target, a.type.elem, m, n, k, self.G, _transposed_load(b), fma)
             except LayoutError as e:
                 raise PassError(f"dot of {a.type.elem.user_name} on {self.target.name}: {e}", op) from None
             self.required[(op, 0)], self.required[(op, 1)] = la, lb

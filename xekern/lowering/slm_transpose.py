@@ -36,16 +36,16 @@ from .layouts import vnni_rows_layout
 from .rewrite import Rewriter, STRUCTURED_RULES
 
 
-def needs_slm_transpose(target, elem) -> bool:
+def needs_slm_transpose(target, elem, fma_dot=()) -> bool:
     """Whether a transposed A operand of ``elem`` takes the SLM route on ``target``: DPAS packs
     2 (16-bit) or 4 (8-bit) consecutive K elements of a row in each dword, while a 32-bit
     transposed block load puts one memory row in each lane. int8 would then be gathered element
     by element, and 16-bit words unzipped with two movs per register (the flagship's pvc bf16 tn
     K loop was 25.2% dpas that way, 60.4% through SLM: ``gemm.py --isa``). The untransposed tile
-    must load with VNNI 2D block loads."""
+    must load with VNNI 2D block loads. ``fma_dot``: dtypes the emitter computes as FMAs instead."""
     shape = target.dpas_shape(elem)
     info = target.block2d_for(elem)
-    return (shape is not None and elem.name not in target.fma_dot and info is not None and info.vnni
+    return (shape is not None and elem.name not in fma_dot and info is not None and info.vnni
             and elem.bits < 32)
 
 
@@ -62,7 +62,8 @@ class SlmTranspose(Rewriter):
     def rule_load_nd(self, op: ir.LoadNdOp):
         t = op.result.type
         if op not in self.a_loads or op.attrs.get("transpose") is None or op.attrs.get("layout") is not None or \
-                not isinstance(t, VectorType) or t.rank != 2 or not needs_slm_transpose(self.target, t.elem):
+                not isinstance(t, VectorType) or t.rank != 2 or \
+                not needs_slm_transpose(self.target, t.elem, self.ctx.emitter.fma_dot):
             return self.piecewise(op)
         dpas = self.target.dpas_shape(t.elem)
         M, K = t.shape

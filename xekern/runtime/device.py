@@ -147,6 +147,10 @@ def target_for(device=None) -> Target:
                       f"closest of {', '.join(t for t in TARGETS if TARGETS[t].kind == 'gpu')}")
 
 
+class DriverRejected(LaunchError):
+    """The device's driver did not build a kernel's SPIR-V (its compiler's message is in the text)."""
+
+
 def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
     """A launchable kernel from SPIR-V (the driver's compile happens here). ``grf_mode`` (128/256,
     ``Compiled.grf_mode``) becomes the GPU driver's register-file option; CPU devices have no GRF."""
@@ -160,7 +164,7 @@ def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
     try:
         prog = make(queue, spirv, copts) if copts else make(queue, spirv)
     except Exception as e:
-        raise LaunchError(f"the device driver rejected kernel '{name}'"
+        raise DriverRejected(f"the device driver rejected kernel '{name}'"
                           f"{f' (options {copts!r})' if copts else ''}: {e}") from None
     from .cache import stats
     from .driver_refs import release_leaked

@@ -14,26 +14,28 @@ import inspect
 import os
 import sys
 import threading
-import time
+import warnings
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .. import __version__, knobs
-from ..errors import CompilationError, LaunchError
+from ..errors import CompilationError, EmitterWarning, LaunchError
 from ..frontend.generator import ConstArg
 from ..ir import types as T
 from ..ir.types import PointerType
 from ..language.core import constexpr
+from ..lowering import emitters
+from ..lowering.emitters import Driver
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
-from ..targets import TARGETS, Target, get_target
-from . import arrays, device as dev, dlpack, extents, writes
+from ..targets import Target, get_target
+from . import arrays, device as dev, dlpack, driver_probe, extents, writes
 from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
 LEVELS = {"workgroup": "wg", "subgroup": "sg", "lane": "lane"}
-LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level", "spirv_ext")
+LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level", "emitter")
 _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
@@ -432,6 +434,7 @@ class JITFunction:
         self._targets: Dict[Any, Target] = {}
         self._options: Dict[tuple, Options] = {}
         self._plain: Dict[int, tuple] = {}  # queue id -> (target, options, queue) for launches without options
+        self._fallbacks: Dict[tuple, Any] = {}  # (queue id, target) -> Emitter after a driver rejected one
 
     def __repr__(self) -> str:
         return f"<xekern kernel {self.__qualname__}>"
@@ -510,6 +513,17 @@ class JITFunction:
         self._targets[ckey] = (t, queue)
         return t
 
+    def queue_options(self, queue, overrides: Dict[str, Any]) -> Tuple[Target, Options]:
+        """The target and compile options of a launch on ``queue``: its device's target record, and
+        the emitter its driver takes (probed once per device: ``driver_probe``), unless the launch
+        names them, or a driver rejected this kernel's emitter on this queue (``_fallback``)."""
+        target = self.target_for_queue(queue, overrides.get("target"))
+        driver = driver_probe.driver_for(queue.sycl_device, target)
+        fallback = self._fallbacks.get((id(queue), target.name))
+        if fallback is not None and overrides.get("emitter") is None:
+            overrides = dict(overrides, emitter=fallback)
+        return target, self.options(overrides, target, driver)
+
     def specialize(self, vals: list, options: Options):
         """(memory-cache key, runtime plan) for bound ``vals``; the plan lists, per runtime
         parameter, (index, name, IR type, converter to a dpctl argument)."""
@@ -551,16 +565,19 @@ class JITFunction:
                 sig[p.name] = irt[p.name]
         return sig
 
-    def options(self, overrides: Dict[str, Any], target: Target) -> Options:
+    def options(self, overrides: Dict[str, Any], target: Target, driver: Optional[Driver] = None) -> Options:
+        """The compile options of a launch on ``target`` whose device's driver is ``driver`` (None:
+        the one a compilation without a device assumes, ``emitters.default_driver``)."""
         debug = bool(overrides.get("debug", self.debug))
+        driver = driver or emitters.default_driver(target)
         ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug,
-                overrides.get("opt_level"), overrides.get("spirv_ext"), knobs.spirv_ext())
+                overrides.get("opt_level"), overrides.get("emitter"), knobs.emitter(), driver)
         opts = self._options.get(ckey)
         if opts is None:
-            opts = self._options[ckey] = self._make_options(overrides, target, debug)
+            opts = self._options[ckey] = self._make_options(overrides, target, debug, driver)
         return opts
 
-    def _make_options(self, overrides: Dict[str, Any], target: Target, debug: bool) -> Options:
+    def _make_options(self, overrides: Dict[str, Any], target: Target, debug: bool, driver: Driver) -> Options:
         ns = overrides.get("num_subgroups", self.num_subgroups)
         if isinstance(ns, bool) or not isinstance(ns, (int, np.integer)) or ns < 1 or ns & (ns - 1):
             raise LaunchError(f"num_subgroups must be a power of 2 >= 1, got {ns!r}")
@@ -572,14 +589,14 @@ class JITFunction:
         if grf is not None and target.kind == "gpu" and grf not in target.grf_modes:
             raise LaunchError(f"grf_mode={grf!r}: {target.name} has {' or '.join(map(str, target.grf_modes))} "
                               f"registers per thread (None chooses)")
-        spirv_ext = overrides.get("spirv_ext")
-        if spirv_ext is None:
-            spirv_ext = knobs.spirv_ext()
-        if spirv_ext is None:
-            spirv_ext = target.spirv_block_io
+        name = overrides.get("emitter") or (knobs.emitter() if not target.is_cpu else None)  # (the knob is for GPUs)
+        try:
+            emitter = name if isinstance(name, emitters.Emitter) else emitters.choose(target, driver, name)
+        except emitters.EmitterError as e:
+            source = "emitter=" if overrides.get("emitter") else "XEKERN_EMITTER="
+            raise LaunchError(f"{source}{name!r}: {e}") from None
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
-                       level=self.level,
-                       spirv_ext=bool(spirv_ext) and target.kind == "gpu",
+                       level=self.level, emitter=emitter,
                        # None: chosen per kernel and target (pipeline.llvm_opt_level)
                        opt_level=None if overrides.get("opt_level") is None else int(overrides["opt_level"]))
 
@@ -628,7 +645,7 @@ class JITFunction:
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
                 "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode,
-                "writes": c.writes}
+                "writes": c.writes, "emitter": options.emitter.name}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
@@ -647,12 +664,10 @@ class JITFunction:
         if overrides is _NO_OVERRIDES:
             memo = self._plain.get(id(queue))
             if memo is None or memo[2] is not queue:
-                t = self.target_for_queue(queue, None)
-                memo = self._plain[id(queue)] = (t, self.options(overrides, t), queue)
+                memo = self._plain[id(queue)] = (*self.queue_options(queue, overrides), queue)
             target, options = memo[0], memo[1]
         else:
-            target = self.target_for_queue(queue, overrides.get("target"))
-            options = self.options(overrides, target)
+            target, options = self.queue_options(queue, overrides)
         key, runtime = self.specialize(values, options)
         ck = self.cache.get(key)
         if ck is None:
@@ -660,7 +675,30 @@ class JITFunction:
         elif ck is not self.last:  # repeated launches of one specialization skip the LRU bookkeeping
             self._touch(key)
         self.last = ck
-        return self._submit(ck, grid, values, runtime, queue)
+        while True:
+            try:
+                return self._submit(ck, grid, values, runtime, queue)
+            except dev.DriverRejected as e:  # rebuilt with the next emitter (``_fall_back``), or raised
+                options = self._fall_back(e, queue, target, options, overrides)
+                key, runtime = self.specialize(values, options)
+                ck = self.cache.get(key) or self.compiled(key, lambda: self.signature(values, runtime), options)
+                self.last = ck
+
+    def _fall_back(self, error: LaunchError, queue, target: Target, options: Options,
+                   overrides: Dict[str, Any]) -> Options:
+        """The options of the next emitter after the driver of ``queue`` rejected a kernel of
+        ``options.emitter`` (``emitters.fallback``), with a warning; later launches of this kernel on
+        the queue use it too. An emitter the launch named, or the last one, is not replaced: the
+        error stands."""
+        nxt = emitters.fallback(options.emitter, target)
+        if nxt is None or overrides.get("emitter") or knobs.emitter():
+            raise error
+        warnings.warn(f"xekern: the driver of {queue.sycl_device.name!r} rejected kernel '{self.__name__}' as the "
+                      f"{options.emitter.name} emitter wrote it; it is rebuilt with {nxt.name}. The driver said: "
+                      f"{error}", EmitterWarning, stacklevel=4)
+        self._fallbacks[(id(queue), target.name)] = nxt
+        self._plain.pop(id(queue), None)
+        return self.queue_options(queue, overrides)[1]
 
     def _interpret(self, grid, values: list, overrides: Dict[str, Any]) -> Launch:
         """Run on the host with NumPy. No SYCL device is needed: the target is ``target=`` /
@@ -720,8 +758,7 @@ class JITFunction:
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
         values = _host_dlpack(self.params, self.bind(args, kwargs))
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
-        target = self.target_for_queue(queue, overrides.get("target"))
-        options = self.options(overrides, target)
+        target, options = self.queue_options(queue, overrides)
         key, runtime = self.specialize(values, options)
         self.last = self.compiled(key, lambda: self.signature(values, runtime), options)
         self.last.bind_launcher(self, key, overrides)
@@ -737,8 +774,7 @@ class JITFunction:
         if self.interpret:
             return self._interpret(grid, values, overrides)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
-        target = self.target_for_queue(queue, overrides.get("target"))
-        options = self.options(overrides, target)
+        target, options = self.queue_options(queue, overrides)
         got, runtime = self.specialize(values, options)
         if got != key:
             show = lambda p, part: repr(part[1] if p.is_constexpr else part)  # noqa: E731
@@ -750,11 +786,16 @@ class JITFunction:
         return self._submit(ck, grid, values, runtime, queue)
 
     def compile_offline(self, signature: Dict[str, Any], target: str, num_subgroups: Optional[int] = None,
-                        **opts) -> Compiled:
+                        compiler: Optional[str] = None, **opts) -> Compiled:
         """Compile for any target without a device. ``signature`` maps each parameter to an IR type
-        (``xl.float32``, ``xk.pointer(xl.bfloat16)``) or, for constexprs, to its value."""
+        (``xl.float32``, ``xk.pointer(xl.bfloat16)``) or, for constexprs, to its value. ``compiler``
+        names the driver compiler the code is for (``current``, the default, or ``12504``: see
+        ``python -m xekern toolchain``), which decides the emitter unless ``emitter=`` names one."""
         t = get_target(target)
-        options = self.options(dict(opts, num_subgroups=num_subgroups or self.num_subgroups), t)
+        if compiler is not None and compiler not in emitters.OFFLINE:
+            raise LaunchError(f"compiler={compiler!r}: the offline compilers are {', '.join(emitters.OFFLINE)}")
+        driver = None if t.is_cpu or compiler is None else emitters.OFFLINE[compiler]
+        options = self.options(dict(opts, num_subgroups=num_subgroups or self.num_subgroups), t, driver)
         sig = {}
         for p in self.params:
             if p.name not in signature:

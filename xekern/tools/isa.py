@@ -440,7 +440,8 @@ class IsaReport:
         head = (f"{self.kernel} on {self.target} (ocloc -device {self.device}"
                 + (f' -options "{self.options}"' if self.options else "") + ")"
                 + (f", {self.compiler} compiler: {self.compiler_version}" if self.compiler else ""))
-        spill = (f"spilled around {self.spilled_around}" if self.spills else "no spill")
+        spill = (f"spilled around {self.spilled_around}" if self.spills else
+                 "no spill" if not self.scratch_bytes else "no spill but scratch or private memory")
         lines = [head,
                  f"  SIMD{self.simd or '?'}, {self.grf_mode or '?'} GRF, {spill}, scratch {self.scratch_bytes} B/thread"
                  + (" (stateless spill/fill)" if self.uses_stateless_spill_fill else "")]
@@ -472,7 +473,7 @@ def _ocloc_failed(inst: Installed, t: Target, device: str, out: str) -> IsaError
                         f"(target {t.name}): {out.strip()}\nDevices this ocloc accepts: {known}.\n{t.name} needs a "
                         f"newer Intel compute-runtime/IGC than this one (the current compiler: "
                         f"{toolchain.INSTALL_COMMAND} current).")
-    return IsaError(f"ocloc ({inst.label}) could not compile the module for {device} (target {t.name}):\n{out.strip()}")
+    return IsaError(f"ocloc could not compile the module for {device} (target {t.name}; {inst.label}):\n{out.strip()}")
 
 
 def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_mode: Optional[int] = None,
@@ -588,7 +589,7 @@ def _compile_dumped(d: str, spirv: bytes, kernel: str, t: Target, opts: str, ins
         if m:
             asms[m.group(1)] = path
     if kernel not in asms:
-        raise IsaError(f"IGC's dump has no kernel '{kernel}' (kernels in the module: {', '.join(asms) or 'none'})")
+        raise IsaError(f"IGC's dump has no kernel '{kernel}' (kernels in the binary: {', '.join(asms) or 'none'})")
     asm = asms[kernel]
     with open(asm, errors="replace") as f:
         asm_text = f.read()

@@ -153,8 +153,8 @@ def get(name: Optional[str] = None) -> Installed:
         got = installed(n)
         if got is not None:
             return got
-    what = f"the {name} offline GPU compiler is" if name else "no offline GPU compiler is"
-    raise ToolchainError(f"{what} not installed in {root_dir()}; install it with: {INSTALL_COMMAND}"
+    what = f"the {name} offline GPU compiler is not" if name else "no offline GPU compiler is"
+    raise ToolchainError(f"{what} installed in {root_dir()}; install it with: {INSTALL_COMMAND}"
                          + (f" {name}" if name else ""))
 
 

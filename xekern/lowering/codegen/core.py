@@ -2,20 +2,24 @@
 
 A lane-level ``vector<n>`` is held as a Python list of ``n`` LLVM scalars (LLVM's SSA does the
 rest), scalars as one LLVM value, descriptors as small records of LLVM values. Rules are
-looked up by op class in the tables the ``rules_*`` modules register; a missing rule is an
-error naming the op and the target. bf16 lives in ``i16`` and is computed in f32.
+looked up by op class in the rule tables of the kernel's emitter (``lowering/emitters.py``:
+``Emitter.tables``, later tables overriding earlier ones), which the ``rules_*`` modules fill; a
+missing rule is an error naming the op and the emitter. bf16 lives in ``i16`` and is computed
+in f32.
+
+Imports flow one way: the ``rules_*`` modules (tables) use helper modules (no ``@rule``), which
+use this one; nothing here or in a helper imports a table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Dict, List
 
 from llvmlite import ir as ll
 
 from ... import ir
-from ...ir import types as T
 from ...ir.core import Op, Value
-from ...ir.types import DType, MemDescType, NBarrierType, PointerType, TensorDescType, VectorType
+from ...ir.types import DType, MemDescType, PointerType, TensorDescType
 from ..rewrite import PassError
 from .ocl import F16, F32, F64, I1, I8, I16, I32, I64, VOID, Builtins
 from .fold import FoldingBuilder
@@ -25,20 +29,27 @@ from ..spirv_asm import asm_name
 
 GLOBAL, LOCAL = 1, 3
 
-RULES: Dict[type, Callable] = {}           # op class -> rule, shared by every target
-TARGET_RULES: Dict[str, Dict[type, Callable]] = {}   # table name -> op class -> rule
+TABLES: Dict[str, Dict[type, Callable]] = {}   # table name -> op class -> rule
 
 
-def rule(*classes, family: Optional[str] = None):
-    """Register a codegen rule ``fn(cg, op) -> list of results`` for op classes (optionally in one
-    table: ``cpu``, ``gpu``, or ``spirv_ext``, which is layered over ``gpu`` for targets whose
-    drivers take the SPIR-V 2D block IO and matrix ops; see ``tables``)."""
+def rule(*classes, table: str = "common"):
+    """Register a codegen rule ``fn(cg, op) -> list of results`` for op classes in a table:
+    ``common`` (every emitter), or an emitter's own (``cpu``, ``igc-builtins``, ``spirv-ext``,
+    ``visa``; ``Emitter.tables`` says which tables an emitter layers)."""
     def deco(fn):
-        table = RULES if family is None else TARGET_RULES.setdefault(family, {})
+        t = TABLES.setdefault(table, {})
         for c in classes:
-            table[c] = fn
+            t[c] = fn
         return fn
     return deco
+
+
+def rules_of(emitter) -> Dict[type, Callable]:
+    """The op class -> rule map of an emitter: its tables merged in order."""
+    out: Dict[type, Callable] = {}
+    for name in emitter.tables:
+        out.update(TABLES.get(name, {}))
+    return out
 
 
 def ll_type(t) -> ll.Type:
@@ -174,11 +185,11 @@ class SlmMatrix:
 class CodeGen:
     """Emits one kernel into an LLVM module."""
 
-    def __init__(self, func: ir.FuncOp, options, family: str):
+    def __init__(self, func: ir.FuncOp, options):
         self.func = func
         self.options = options
         self.target = options.target
-        self.family = family
+        self.emitter = options.emitter
         self.module = ll.Module(name=func.name)
         self.module.triple = "spirv64-unknown-unknown"
         self.module.data_layout = ("e-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512"
@@ -187,16 +198,13 @@ class CodeGen:
         self.values: Dict[Value, object] = {}
         self.slm_bytes = 0
         self.extensions = set()
-        self.rules = dict(RULES)
-        for table in tables(options, family):
-            self.rules.update(TARGET_RULES.get(table, {}))
+        self.rules = rules_of(self.emitter)
         self._cache: Dict[tuple, object] = {}
         self._here: Dict[tuple, object] = {}
         self._asm: Dict[tuple, ll.Function] = {}
         self.loops: List = []  # recurrence.Loop of each counted loop being emitted, innermost last
         self.visa_registers = 0  # vISA registers declared by inline asm (visa_dpas.Accumulator), for names
-        from .rules_block import fused_loads
-        self.fused = fused_loads(func, family)
+        self.analyses: Dict[str, object] = {}
 
     # ---- module and kernel -----------------------------------------------------------------------
     def build(self) -> ll.Module:
@@ -246,13 +254,15 @@ class CodeGen:
             if fn is not None:
                 break
         if fn is None:
-            raise PassError(f"codegen: no rule for '{op.op_name}' on target {self.target.name}", op)
+            raise PassError(f"codegen: no rule for '{op.op_name}' on emitter {self.emitter.name} "
+                            f"(target {self.target.name})", op)
         try:
             res = fn(self, op)
         except PassError:
             raise
         except (TypeError, ValueError, KeyError, IndexError, AssertionError) as e:
-            raise PassError(f"codegen: '{op.op_name}' on {self.target.name}: {type(e).__name__}: {e}", op) from e
+            raise PassError(f"codegen: '{op.op_name}' on {self.target.name} ({self.emitter.name}): "
+                            f"{type(e).__name__}: {e}", op) from e
         for r, v in zip(op.results, res or []):
             self.values[r] = v
 
@@ -323,6 +333,12 @@ class CodeGen:
             v = self._cache[key] = self.in_entry(make)
         return v
 
+    def analysis(self, name: str, make: Callable[[], object]):
+        """A whole-function analysis of ``self.func`` (``make()``), computed on first use."""
+        if name not in self.analyses:
+            self.analyses[name] = make()
+        return self.analyses[name]
+
     def cached_here(self, key, make):
         """``make()``'s value, built once per basic block (at its first use there)."""
         key = (self.b.block, key)
@@ -344,7 +360,7 @@ class CodeGen:
 
         def make():
             sid = self.call("_Z16get_sub_group_idv", I32, [])
-            if self.family == "cpu":
+            if self.emitter.broadcast_ids:
                 sid = self.call("_Z19sub_group_broadcastjj", I32, [sid, ll.Constant(I32, 0)], convergent=True)
             return sid
         return self.cached("sg_id", make)
@@ -398,16 +414,8 @@ def f32_to_bf16_bits(x: float) -> int:
     return ((bits + rounding) >> 16) & 0xFFFF
 
 
-def tables(options, family: str) -> List[str]:
-    """The rule tables of a compilation, later ones overriding earlier ones: the op's target
-    family (``cpu``/``gpu``), then ``spirv_ext`` when ``options.spirv_ext`` selects the SPIR-V
-    2D block IO / matrix-multiply ops (``rules_spirv_block``)."""
-    return [family] + (["spirv_ext"] if family == "gpu" and getattr(options, "spirv_ext", False) else [])
-
-
 def generate(func: ir.FuncOp, options) -> "CodeGen":
-    """Build the LLVM module of lane-level ``func`` for ``options.target``."""
-    family = "cpu" if options.target.is_cpu else "gpu"
-    cg = CodeGen(func, options, family)
+    """Build the LLVM module of lane-level ``func`` for ``options.target`` with ``options.emitter``."""
+    cg = CodeGen(func, options)
     cg.build()
     return cg

@@ -15,10 +15,11 @@ from ...ir.types import VectorType
 from .core import CodeGen, NdDesc, VecSlots, mem_type
 from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F16, F32, I32
-from .rules_memory import lane_base, load_elem, slot_coords, store_elem, zero
+from .memory import lane_base, load_elem, slot_coords, store_elem, zero
 
 
-def _origin(cg: CodeGen, d: NdDesc, op) -> List:
+def nd_origin(cg: CodeGen, d: NdDesc, op) -> List:
+    """The block's origin in the tensor: the descriptor's offsets plus the op's (i32 each)."""
     return [cg.b.add(o, cg.to_i32(cg.get(v))) for o, v in zip(d.offsets, op.offsets)]
 
 
@@ -57,7 +58,7 @@ def _mem_coords(cg: CodeGen, origin: List, rel: List, transposed: bool) -> List:
     return [cg.b.add(o, r) for o, r in zip(origin, rel)]
 
 
-def _block_shift(op, d: NdDesc, index: int) -> Tuple[int, ...]:
+def block_shift(op, d: NdDesc, index: int) -> Tuple[int, ...]:
     """Memory offset of result ``index`` of a load covering ``block_grid`` blocks (column-major)."""
     gv, ga = op.attrs.get("block_grid") or (1, 1)
     shape = d.type.shape
@@ -70,8 +71,8 @@ def _zero_origin(tile: VectorType):
     return [ll.Constant(I32, 0)] * tile.rank
 
 
-def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
-    origin = _origin(cg, d, op)
+def load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
+    origin = nd_origin(cg, d, op)
     tr = bool(op.attrs.get("transpose"))
     t = d.type.elem
     tiles = op.attrs["tiles"]
@@ -80,7 +81,7 @@ def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
         out = []
         for bi, tile in enumerate(tiles):
             vals = []
-            shift = _block_shift(op, d, bi)
+            shift = block_shift(op, d, bi)
             for rel in slot_coords(cg, tile, _zero_origin(tile)):
                 mem = _mem_coords(cg, origin, rel, tr)
                 mem = [cg.b.add(m, cg.i32(x)) if x else m for m, x in zip(mem, shift)]
@@ -89,12 +90,12 @@ def _load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
             out.append(vals)
         return out
     # an empty tensor has no element to clamp to: then the whole block reads as zero
-    res = _branch_values(cg, _nonempty(cg, d), body, [[zero(t)] * len(lane_slot_offsets(tl.layout, tl.shape))
+    res = branch_values(cg, _nonempty(cg, d), body, [[zero(t)] * len(lane_slot_offsets(tl.layout, tl.shape))
                                                       for tl in tiles])
     return res
 
 
-def _branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonempty.else", "nonempty.end")):
+def branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonempty.else", "nonempty.end")):
     """``cond ? then() : otherwise`` for lists of slot lists, with ``then`` run only under ``cond``;
     ``otherwise`` is the values themselves or a function building them (run only without ``cond``)."""
     b = cg.b
@@ -125,8 +126,8 @@ def _branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonem
     return out
 
 
-def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
-    origin = _origin(cg, d, op)
+def store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
+    origin = nd_origin(cg, d, op)
     (tile,) = op.attrs["tiles"]
     t, et = d.type.elem, mem_type(d.type.elem)
     b = cg.b
@@ -160,7 +161,7 @@ def _store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     runs = _row_runs(cg, d, tile)
     if runs:
         return _store_row_runs(cg, d, origin, tile, vals, runs, checked)
-    if cg.family != "cpu" or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
+    if not cg.emitter.vector_tile_access or len(d.shape) != 2 or not lane_columns(tile, cg.target.sg_size):
         return checked()
     # the CPU device: a tile inside the tensor is stored with vector stores, no per-element test
     access = TileAccess(cg, d, origin)

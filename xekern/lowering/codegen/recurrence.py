@@ -29,6 +29,7 @@ class Loop:
     step: object
     pre: ll.Block                # the block before the loop, ending with its guarded branch into it
     header: ll.Block             # the loop's first block, where its phis are
+    body: ll.Block               # the block the header branches into while the loop runs
     blocks_before: int           # the function's blocks before the header: values there are invariant
     phis: List = field(default_factory=list)  # (phi, value) pairs to close at the latch
     registers: List["_PayloadPair"] = field(default_factory=list)  # see ``payload``
@@ -92,16 +93,20 @@ class Loop:
 
     def close(self, cg, latch: ll.Block) -> None:
         """The recurrences' back edges, from ``latch`` (the block that branches back), and the
-        payload registers' adds at the top of the loop."""
+        payload registers' adds at the top of the body. Not in the header: IGC rotates the loop,
+        so the header's instructions end up behind the body's messages, and an add that overwrites
+        the payload of a message sent earlier in the same block costs, on pvc, IGC's send
+        write-after-read workaround (``-PVCSendWARWA``: three moves and a sync per message
+        waited for). At the top of the body, the previous iteration's messages are in another
+        block, which the workaround leaves alone, and the loads among them have been waited for
+        by the DPAS that used them."""
         for phi, value in self.phis:
             phi.add_incoming(value, latch)
         if not self.registers:
             return
         b = cg.b
         block, anchor = b.block, b._anchor
-        phis = next((i for i, x in enumerate(self.header.instructions) if not isinstance(x, ll.PhiInstr)),
-                    len(self.header.instructions))
-        b.position_before(self.header.instructions[phis])
+        b.position_at_start(self.body)
         lanes = cg.target.sg_size
         for p in self.registers:
             n = lanes * p.used

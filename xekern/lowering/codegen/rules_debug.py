@@ -1,9 +1,10 @@
 """Codegen of ``debug.print`` / ``debug.assert``: OpenCL ``printf`` (SPIR-V ``OpenCL.std printf``).
 
-The format string is a constant in address space 2 (UniformConstant). LLVM's SPIR-V backend folds a
-pointer to the start of the string into the array variable itself, and spirv-val then rejects the
-printf ("Format data type to be 8-bit int"); a pointer one byte in is an ``i8`` access chain, so
-each string is stored after one unused NUL byte and passed from offset 1.
+The format string is a constant in address space 2 (UniformConstant), passed from its start. IGC 2.x
+insists on that: its printf lowering finds the string by the global the pointer names, and a
+pointer one byte in (which Debian 12's spirv-val wanted, as LLVM's SPIR-V backend folds a pointer to
+the start into the array variable) makes it abort ("unexpected dynamic format string path"). The
+toolchain's spirv-val accepts the folded form.
 
 Floats are passed as ``double`` (C's promotion, which OpenCL applies where fp64 exists); integers
 narrower than 32 bits as ``i32``. Lines start like Triton's: ``pid (x, y, z) idx (i, j) prefix v``.
@@ -21,7 +22,7 @@ CONSTANT = 2   # OpenCL's __constant address space
 
 
 def _printf(cg: CodeGen, fmt: str, args) -> None:
-    data = bytearray(b"\0" + fmt.encode("utf-8") + b"\0")
+    data = bytearray(fmt.encode("utf-8") + b"\0")
     arr = ll.ArrayType(I8, len(data))
     key = ("printf_fmt", fmt)
     g = cg._cache.get(key)
@@ -32,7 +33,7 @@ def _printf(cg: CodeGen, fmt: str, args) -> None:
         g.unnamed_addr = True
         g.initializer = ll.Constant(arr, data)
         cg._cache[key] = g
-    ptr = g.gep([ll.Constant(I32, 0), ll.Constant(I32, 1)])  # see the module docstring
+    ptr = g.gep([ll.Constant(I32, 0), ll.Constant(I32, 0)])  # the start (see the module docstring)
     f = cg.module.globals.get("printf")
     if f is None:
         f = ll.Function(cg.module, ll.FunctionType(I32, [ll.PointerType(addrspace=CONSTANT)], var_arg=True),

@@ -1,39 +1,19 @@
-"""Codegen rules for memory through addresses: scalar pointers, scattered descriptors (gathers,
-scatters, atomics), and matrices in shared local memory. Every masked access is a branch, so a
-masked-off address is never touched."""
+"""Codegen rules (table ``common``) for memory through addresses: scalar pointers, scattered
+descriptors (gathers, scatters, atomics), and matrices in shared local memory. Every masked
+access is a branch, so a masked-off address is never touched."""
 from __future__ import annotations
 
-import functools
-import math
-from typing import List, Sequence
+from typing import List
 
 from llvmlite import ir as ll
 
 from ... import ir
-from ...ir import types as T
-from ...ir.layout import lane_slot_offsets, lane_splits
-from ...ir.types import DType, MemDescType, VectorType, elem_of
+from ...ir.types import DType, MemDescType, elem_of
 from ..rewrite import PassError
 from . import block_io, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
+from .memory import load_elem, origin_multiple_of, slm_offset, slot_coords, store_elem, zero
 from .ocl import I1, I8, I32, I64
-
-
-def load_elem(cg: CodeGen, ptr, t: DType):
-    v = cg.b.load(ptr, typ=mem_type(t), align=max(1, t.itemsize))
-    return cg.b.trunc(v, I1) if t.is_bool else v
-
-
-def store_elem(cg: CodeGen, v, ptr, t: DType):
-    if t.is_bool:
-        v = cg.b.zext(v, I8)
-    cg.b.store(v, ptr, align=max(1, t.itemsize))
-
-
-def zero(t: DType):
-    if t.is_floating and t.name != "bf16":
-        return ll.Constant(ll_type(t), 0.0)
-    return ll.Constant(ll_type(t), 0)
 
 
 @rule(ir.AddPtrOp)
@@ -166,57 +146,6 @@ def _create_mem_desc(cg: CodeGen, op: ir.CreateMemDescOp):
     return [SlmMatrix(g, t)]
 
 
-def slm_offset(cg: CodeGen, m: MemDescType, coords: List):
-    """Element offset (i32) of ``coords`` in an SLM matrix with its @block / @strides layout."""
-    b = cg.b
-    c = lambda v: ll.Constant(I32, v)
-    if m.block is not None:
-        nblk = [s // k for s, k in zip(m.shape, m.block)]
-        blk, inner = None, None
-        bsize = 1
-        for k in m.block:
-            bsize *= k
-        for d, (x, k) in enumerate(zip(coords, m.block)):
-            q, r = b.udiv(x, c(k)), b.urem(x, c(k))
-            blk = q if blk is None else b.add(b.mul(blk, c(nblk[d])), q)
-            inner = r if inner is None else b.add(b.mul(inner, c(k)), r)
-        return b.add(b.mul(blk, c(bsize)), inner)
-    strides = m.strides if m.strides is not None else m.row_major_strides
-    off = None
-    for x, s in zip(coords, strides):
-        term = b.mul(x, c(s)) if s != 1 else x
-        off = term if off is None else b.add(off, term)
-    return off
-
-
-def lane_base(cg: CodeGen, layout, block) -> List:
-    """Each kept dimension's first element owned by this lane: ``(coord * lane_data) % block``."""
-    root = layout.root
-    key = ("lane_base", root.lane_layout, root.dim_order, layout.kept_dims, tuple(block), root.lane_data)
-
-    def make():
-        lid = cg.lane_id()
-        coords = [None] * root.rank
-        stride = 1
-        for d in root.dim_order:
-            coords[d] = cg.b.urem(cg.b.udiv(lid, cg.i32(stride)), cg.i32(root.lane_layout[d]))
-            stride *= root.lane_layout[d]
-        out = []
-        for i, s in enumerate(lane_splits(layout, block)):
-            x = coords[layout.kept_dims[i]]
-            out.append(cg.b.urem(cg.b.mul(x, cg.i32(s.data)), cg.i32(s.size)))
-        return out
-    return cg.cached(key, make)
-
-
-def slot_coords(cg: CodeGen, tile: VectorType, offsets: List) -> List[List]:
-    """Per slot, the coordinates (i32) of the element it holds: offsets + lane base + slot offset."""
-    base = lane_base(cg, tile.layout, tile.shape)
-    starts = [cg.b.add(o, bv) for o, bv in zip(offsets, base)]
-    return [[cg.b.add(s, cg.i32(x)) if x else s for s, x in zip(starts, so)]
-            for so in lane_slot_offsets(tile.layout, tile.shape)]
-
-
 def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> List:
     et = mem_type(m.type.elem)
     if tile is None:
@@ -224,27 +153,6 @@ def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> Lis
     lead = len(offsets) - tile.rank
     coords = slot_coords(cg, tile, offsets[lead:])
     return [cg.gep(m.ptr, et, cg.to_i64(slm_offset(cg, m.type, offsets[:lead] + c), False)) for c in coords]
-
-
-def _origin_multiple(m: MemDescType, offsets) -> int:
-    """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
-    when the blocked layout's offset is not linear there (an origin inside a block)."""
-    return origin_multiple(m, [block_io.known_multiple(v) for v in offsets])
-
-
-def origin_multiple(m: MemDescType, mult: Sequence[int]) -> int:
-    """``_origin_multiple`` of an origin whose coordinates are multiples of ``mult``."""
-    if m.block is None:
-        strides = m.strides if m.strides is not None else m.row_major_strides
-        return functools.reduce(math.gcd, (k * s for k, s in zip(mult, strides)))
-    if any(k % b for k, b in zip(mult, m.block)):
-        return 0
-    radix, acc = [], 1
-    for n in reversed([s // b for s, b in zip(m.shape, m.block)]):
-        radix.append(acc)
-        acc *= n
-    bsize = math.prod(m.block)
-    return functools.reduce(math.gcd, (k // b * r * bsize for k, b, r in zip(mult, m.block, reversed(radix))))
 
 
 def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
@@ -262,7 +170,7 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
         for wide in (2, 4):  # sub-32-bit slots that lanes hold in pairs / quads: one wider element each
             if runs is None and m.elem.bits * wide <= 32 and not m.elem.is_bool:
                 runs, g = block_io.plan(block_io.pack(rel, wide), sg, m.elem.bits * wide), wide
-        origin = _origin_multiple(m, offsets)
+        origin = origin_multiple_of(m, offsets)
         if runs is None:
             why = (f"the tile's layout {tile.layout} does not give each slot {sg} consecutive "
                    f"{m.elem.user_name} elements of the matrix in lane order, 16-byte aligned (use a @block "
@@ -338,7 +246,7 @@ def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile, max_bytes: int):
         return None
     lead = len(offsets) - tile.rank
     rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: m.offset((0,) * lead + c))
-    origin = _origin_multiple(m, offsets) * m.elem.itemsize
+    origin = origin_multiple_of(m, offsets) * m.elem.itemsize
     if rel is None or origin == 0:
         return None
     size, n = m.elem.itemsize, len(rel[0])

@@ -23,9 +23,12 @@ from llvmlite import ir as ll
 
 from ...ir.layout import lane_slot_offsets
 from ...ir.types import MemDescType, VectorType
+from ..emitters import slm_read_bytes
 from ..rewrite import PassError
 from . import block_io
+from .block2d import named_piece
 from .core import CodeGen, NamedRegister, SlmMatrix, VecSlots
+from .memory import slm_offset
 from .ocl import I8, I32
 from .recurrence import affine, at_entry
 
@@ -61,13 +64,11 @@ def contiguous(m: MemDescType, piece: VectorType, count: int, origin_multiple: i
 
 def load(cg: CodeGen, op, mat: SlmMatrix, offsets: Sequence) -> List[VecSlots]:
     """The pieces of a multi-result ``load_matrix`` (``contiguous``) at ``offsets`` (LLVM i32)."""
-    from .rules_block import _named_piece  # (rules_block imports the rule tables)
-    from .rules_memory import slm_offset
     tiles = op.attrs["tiles"]
     t = mat.type.elem
     lanes, grf = cg.target.sg_size, cg.target.grf_bytes
     nbytes = sum(prod(tl.shape) for tl in tiles) * t.itemsize
-    if nbytes > cg.target.raw_slm_read_bytes or nbytes * 8 % (32 * lanes):
+    if nbytes > slm_read_bytes(cg.emitter, cg.target) or nbytes * 8 % (32 * lanes):
         raise PassError(f"codegen: {len(tiles)} SLM tiles of {nbytes} bytes are not one {cg.target.name} "
                         "message", op)
     b = cg.b
@@ -93,7 +94,7 @@ def load(cg: CodeGen, op, mat: SlmMatrix, offsets: Sequence) -> List[VecSlots]:
                                  f"XKSLA{n}.0 %null.0 {reg.name}.0", "", [])
     out, at = [], 0
     for tile in tiles:
-        out.append(_named_piece(cg, reg, send, at, len(lane_slot_offsets(tile.layout, tile.shape)), t, tile, False))
+        out.append(named_piece(cg, reg, send, at, len(lane_slot_offsets(tile.layout, tile.shape)), t, tile, False))
         at += prod(tile.shape) * t.itemsize
     return out
 

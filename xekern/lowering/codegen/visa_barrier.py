@@ -1,4 +1,4 @@
-"""A workgroup barrier over SLM as inline vISA (pvc, workgroup-level kernels on IGC's builtins).
+"""A workgroup barrier over SLM as inline vISA (the visa emitter, workgroup-level kernels).
 
 IGC 12504 spends 6 instructions on ``barrier(CLK_LOCAL_MEM_FENCE)`` for pvc: an SLM fence, a
 ``mov`` that waits for its answer, two ``mov``s that build the gateway message in a scratch
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ... import ir
 from .core import CodeGen
+from .lsc import raw_bits
 
 _SFID_SLM, _SFID_GATEWAY = 14, 3
 _FENCE_SLM_GROUP = 0x0210011F   # fence.slm.none.group: one payload register (r0), one answer register
@@ -24,11 +24,9 @@ _SIGNAL_BARRIER = 0x02000004    # gateway: signal barrier, one payload register
 
 
 def applies(cg: CodeGen, op) -> bool:
-    """Whether ``op`` (a ``gpu.barrier``) is written here: it orders SLM only, on pvc's raw path, in
-    a counted loop (where the saving repeats; elsewhere IGC's own barrier stays)."""
-    from .rules_block import _dpas, _raw_bits  # (rules_block imports the rule tables)
-    return (op.attrs.get("memory") == "local" and bool(cg.loops) and bool(_raw_bits(cg))
-            and cg.rules.get(ir.DpasOp) is _dpas)
+    """Whether ``op`` (a ``gpu.barrier``) is written here: it orders SLM only, in a counted loop
+    (where the saving repeats; elsewhere IGC's own barrier stays), with raw reads on (``lsc.raw_bits``)."""
+    return op.attrs.get("memory") == "local" and bool(cg.loops) and bool(raw_bits(cg))
 
 
 def barrier(cg: CodeGen, fence: bool = True) -> None:

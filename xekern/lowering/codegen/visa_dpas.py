@@ -1,4 +1,4 @@
-"""DPAS as inline vISA on targets with the raw 2D-block-read path (pvc, workgroup-level kernels).
+"""DPAS as inline vISA (the visa emitter, workgroup-level kernels).
 
 IGC 12504's DPAS builtin wants each operand as a vector of its own. Two things then cost moves:
 
@@ -15,24 +15,27 @@ set before the loop, read once after it, never a phi.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from llvmlite import ir as ll
 
 from ... import ir
 from ...ir.layout import lane_slot_offsets
+from .control import as_vector
 from .core import CodeGen, NamedRegister, lazy_slots
+from .dpas_builtin import pack
+from .lsc import raw_bits
+from .memory import zero
 
 # vISA's operand precisions (IGC 12504's own DPAS, read back from its vISA dumps)
 PRECISION = {"bf16": "bf", "f16": "hf", "i8": "s8", "ui8": "u8"}
 
 
-def visa_dpas(cg: CodeGen, op: ir.DpasOp) -> bool:
-    """Whether this DPAS is written as inline vISA: the IGC-builtin table is in use (not the SPIR-V
-    ops table, ``rules_spirv_block``), pvc's raw block-read path is on (workgroup-level kernels,
-    ``rules_block._raw_bits``) and vISA has the operand type's precision."""
-    from .rules_block import _dpas, _raw_bits
-    return cg.rules.get(ir.DpasOp) is _dpas and bool(_raw_bits(cg)) and op.attrs["tiles"][0].elem.name in PRECISION
+def inline_dpas(cg: CodeGen, op: ir.DpasOp) -> bool:
+    """Whether the visa emitter writes this DPAS as inline vISA: its raw block reads are on
+    (workgroup-level kernels, ``lsc.raw_bits``) and vISA has the operand type's precision (tf32
+    stays IGC's builtin: IGC splits A's registers into 16-bit halves before its ``dpas.tf32``)."""
+    return bool(raw_bits(cg)) and op.attrs["tiles"][0].elem.name in PRECISION
 
 
 @dataclass
@@ -61,8 +64,7 @@ class Accumulator:
         if all(isinstance(x, ll.Constant) and not x.constant for x in init):
             cg.asm(ll.VoidType(), "\n".join([decl] + self._movs(cg, self.name, f"0x0:{self.visa_type}")), "", [])
             return
-        from .rules_arith import _as_vector  # (rules_arith imports this module)
-        cg.asm(ll.VoidType(), "\n".join([decl] + self._movs(cg, self.name, "$0")), "rw", [_as_vector(cg, init)])
+        cg.asm(ll.VoidType(), "\n".join([decl] + self._movs(cg, self.name, "$0")), "rw", [as_vector(cg, init)])
 
     def read(self, cg: CodeGen):
         """The register's value after the loop, as the tile's slots."""
@@ -74,8 +76,6 @@ def loop_accumulators(cg: CodeGen, op: ir.ForOp) -> Dict[int, Accumulator]:
     """The loop's carried values (by index) that are DPAS accumulators only: the iteration's value
     goes through a chain of inline-vISA DPAS ops in the loop body itself (each one's result used
     by the next one alone) and the chain's end is yielded and used nowhere else in the loop."""
-    if cg.family != "gpu":
-        return {}
     uses = {v: [o for o, _ in readers] for v, readers in ir.users(op).items()}
     top = set(op.body.ops)
     yield_op = op.body.ops[-1]
@@ -86,7 +86,7 @@ def loop_accumulators(cg: CodeGen, op: ir.ForOp) -> Dict[int, Accumulator]:
             us = uses.get(v, [])
             d = us[0] if len(us) == 1 else None
             if not (isinstance(d, ir.DpasOp) and d in top and len(d.operands) > 2 and d.operands[2] is v
-                    and v not in d.operands[:2] and visa_dpas(cg, d)):
+                    and v not in d.operands[:2] and inline_dpas(cg, d)):
                 break
             tc = d.attrs["tiles"][-1]
             v = d.results[0]
@@ -113,16 +113,14 @@ def _in_place(cg: CodeGen, slots, pack, region: bool) -> Tuple[object, str]:
 def dpas_visa(cg: CodeGen, op: ir.DpasOp):
     """One DPAS as inline vISA. Its accumulator is either a value (the result is a new one) or an
     ``Accumulator`` register (updated in place; the result is the same register)."""
-    from .rules_block import _pack
-    from .rules_memory import zero
     tiles = op.attrs["tiles"]
     ta, tc = tiles[0], tiles[-1]
     ea = ta.elem
     lanes = cg.target.sg_size
     a, bslots = cg.slots(op.operands[0]), cg.slots(op.operands[1])
     M = ta.shape[0]
-    bvec, bref = _in_place(cg, bslots, lambda: _pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
-    avec, aref = _in_place(cg, a, lambda: _pack(cg, a, len(a) // M, ea.bits), region=True)
+    bvec, bref = _in_place(cg, bslots, lambda: pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
+    avec, aref = _in_place(cg, a, lambda: pack(cg, a, len(a) // M, ea.bits), region=True)
     p = PRECISION[ea.name]
     acc = cg.get(op.operands[2]) if len(op.operands) > 2 else None
     args: List = []
@@ -138,7 +136,7 @@ def dpas_visa(cg: CodeGen, op: ir.DpasOp):
     else:
         c = cg.slots(op.operands[2]) if acc is not None else \
             [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
-        cvec = _pack(cg, c, 1, 32, as_float=True)
+        cvec = pack(cg, c, 1, 32, as_float=True)
         dst, src0 = "$0", name(cvec)
     b_name, a_name = name(bvec), name(avec)
     # vISA wants A (src2) typed unsigned: an alias of it, scoped to this statement

@@ -5,17 +5,17 @@ Current Intel drivers (and Triton's XPU backend) take 2D block loads, stores and
 (``SPV_INTEL_2d_block_io``) and DPAS as ``OpSubgroupMatrixMultiplyAccumulateINTEL``
 (``SPV_INTEL_subgroup_matrix_multiply_accumulate``). LLVM's SPIR-V backend emits them from calls
 to the ``__spirv_*`` builtins below (Itanium-mangled) when the extensions are enabled
-(``llvm_worker.SPIRV_EXTENSIONS``). IGC 12504, the offline compiler here, rejects them (opcodes
-6231/6237, HARDWARE.md), so this table is only chosen for targets whose drivers have them
-(``Target.spirv_block_io``, or ``XEKERN_SPIRV_EXT`` / the ``spirv_ext`` option): it is layered over
-the ``gpu`` table, replacing the rules of ``load_nd``, ``store_nd``, ``prefetch_nd`` and ``dpas``.
+(``llvm_worker.SPIRV_EXTENSIONS``). IGC 2.x takes them; IGC 12504 rejects them (opcodes 6231/6237,
+HARDWARE.md), so the ``spirv-ext`` emitter is only chosen for drivers that have them
+(``emitters.Driver.spirv_block_io``): its table is layered over ``igc-builtins``, replacing the rules
+of ``load_nd``, ``store_nd``, ``prefetch_nd`` and ``dpas``.
 
 Operands (SPV_INTEL_2d_block_io, SPIRV-Registry): element size in bytes; block width (elements),
 height (rows) and count as constants; the base pointer (CrossWorkgroup); memory width and pitch in
 **bytes** and height in rows, as they are (IGC's own builtins take them minus 1); the coordinate
 ``<x elements, y rows>``; and a Function-storage pointer the loaded payload is written to (or the
 stored payload read from). The payload is the same register block as IGC's ``LSC2DBlockRead``
-(row-major per lane, VNNI-packed for Transform), so the slot unpacking is shared with ``rules_block``.
+(row-major per lane, VNNI-packed for Transform), so the slot unpacking is shared (``block2d``).
 
 DPAS (SPV_INTEL_subgroup_matrix_multiply_accumulate): ``(K, A, B, C, operands)`` where the result
 type's component count is M, A is one value per row (the lane's K/N columns packed, low column in
@@ -30,14 +30,17 @@ from llvmlite import ir as ll
 
 from ... import ir
 from ...ir.layout import lane_slot_offsets
+from ..emitters import SPIRV_OPS_EXTENSIONS as EXTENSIONS
 from ..rewrite import PassError
+from .block2d import block2d_enabled, block_fits, load_block2d, prefetch_shape, region, store_shape
 from .core import CodeGen, NdDesc, lazy_slots, rule
+from .dpas_builtin import pack
+from .dpas_cpu import dpas_emulated
+from .memory import zero
+from .nd_elementwise import load_elementwise, nd_origin, store_elementwise
 from .ocl import F32, I32, mangle_args
-from .rules_block import (_block2d, _block_fits, _dpas_emulated, _load_block2d, _load_elementwise, _origin, _pack,
-                          _store_elementwise, prefetch_shape, region, store_shape)
-from .rules_memory import zero
 
-TABLE = "spirv_ext"
+TABLE = "spirv-ext"
 
 LOAD = "_Z32__spirv_Subgroup2DBlockLoadINTELiiiiPU3AS1KviiiDv2_iPv"
 LOAD_TRANSFORM = "_Z41__spirv_Subgroup2DBlockLoadTransformINTELiiiiPU3AS1KviiiDv2_iPv"
@@ -50,8 +53,6 @@ MMA = "__spirv_SubgroupMatrixMultiplyAccumulateINTEL"
 # B's packed bits are read. Signed int8 = A signed (0x1) | B signed (0x2) | A, B packed int8 (0x10 | 0x20).
 MMA_OPERANDS = {"bf16": 0x1000 | 0x2000, "f16": 0x400 | 0x800, "i8": 0x1 | 0x2 | 0x10 | 0x20, "ui8": 0x10 | 0x20,
                 "f32": 0x100 | 0x200}
-
-EXTENSIONS = ("SPV_INTEL_2d_block_io", "SPV_INTEL_subgroup_matrix_multiply_accumulate")
 
 
 def _private(cg: CodeGen, t: ll.Type):
@@ -78,7 +79,7 @@ def _args(cg: CodeGen, d: NdDesc, x, y, ebytes: int, w: int, h: int, n: int) -> 
 def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, transpose: bool, vnni: bool,
                 vt: ll.VectorType):
     """One 2D block read as ``OpSubgroup2DBlockLoad[Transform|Transpose]INTEL`` into a private
-    slot, then loaded as ``vt`` (the signature ``rules_block._load_block2d`` expects)."""
+    slot, then loaded as ``vt`` (``block2d.load_block2d``'s ``read``)."""
     name = LOAD_TRANSPOSE if transpose else LOAD_TRANSFORM if vnni else LOAD
     dst = _private(cg, vt)
     cg.call(name, ll.VoidType(), _args(cg, d, x, y, bits // 8, w, h, n) + [_void_ptr(cg, dst)], convergent=True)
@@ -86,21 +87,21 @@ def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int,
     return cg.b.load(dst)
 
 
-@rule(ir.LoadNdOp, family=TABLE)
+@rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if _block2d(cg) and _block_fits(cg, op, narrow=False):  # (SPV_INTEL_2d_block_io's narrow reads: unchecked)
-        return _load_block2d(cg, op, d, read=_spirv_read)
-    return _load_elementwise(cg, op, d)
+    if block2d_enabled(cg) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+        return load_block2d(cg, op, d, _spirv_read)
+    return load_elementwise(cg, op, d)
 
 
-@rule(ir.StoreNdOp, family=TABLE)
+@rule(ir.StoreNdOp, table=TABLE)
 def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
     """One ``OpSubgroup2DBlockStoreINTEL`` of the whole block: lane ``l`` holds column ``l`` of each
     row, row ``r`` in component ``r`` (blocks are sub-group wide, 1..8 rows)."""
     d: NdDesc = cg.get(op.tdesc)
-    if not (_block2d(cg) and _block_fits(cg, op, store=True)):
-        _store_elementwise(cg, op, d)
+    if not (block2d_enabled(cg) and block_fits(cg, op, store=True)):
+        store_elementwise(cg, op, d)
         return []
     t = d.type.elem
     h, w = store_shape(cg, op, d)
@@ -113,35 +114,35 @@ def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
         data = b.insert_element(data, v, cg.i32(i))
     src = _private(cg, vt)
     b.store(data, src)
-    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
+    _, _, _, x, y = region(cg, d, nd_origin(cg, d, op))
     args = _args(cg, d, x, y, t.itemsize, w, h, 1)
     cg.call(STORE, ll.VoidType(), args[:4] + [_void_ptr(cg, src)] + args[4:], convergent=True)
     cg.extensions.add(EXTENSIONS[0])
     return []
 
 
-@rule(ir.PrefetchNdOp, family=TABLE)
+@rule(ir.PrefetchNdOp, table=TABLE)
 def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
-    if not _block2d(cg):
+    if not block2d_enabled(cg):
         return []
     d: NdDesc = cg.get(op.tdesc)
     hw = prefetch_shape(cg, op, d)
     if hw is None:
         return []
     h, w = hw
-    _, _, _, x, y = region(cg, d, _origin(cg, d, op))
+    _, _, _, x, y = region(cg, d, nd_origin(cg, d, op))
     cg.call(PREFETCH, ll.VoidType(), _args(cg, d, x, y, d.type.elem.itemsize, w, h, 1), convergent=True)
     cg.extensions.add(EXTENSIONS[0])
     return []
 
 
-@rule(ir.DpasOp, family=TABLE)
+@rule(ir.DpasOp, table=TABLE)
 def _dpas(cg: CodeGen, op: ir.DpasOp):
     """``OpSubgroupMatrixMultiplyAccumulateINTEL``: the operand types IGC's resolver of the op
     takes (A ``short``/``int`` per row for 16- and 8-bit data, ``float`` row pairs for tf32; B
     ``int8`` VNNI words, ``float8`` for tf32), with the ``MMA_OPERANDS`` flags of the dtype."""
     if not cg.target.has_dpas:
-        return _dpas_emulated(cg, op)
+        return dpas_emulated(cg, op)
     tiles = op.attrs["tiles"]
     ta, tc = tiles[0], tiles[-1]
     ea = ta.elem
@@ -152,17 +153,17 @@ def _dpas(cg: CodeGen, op: ir.DpasOp):
         [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
     tf32 = ea.name == "f32"
     if tf32:  # A: rows in pairs per float (ceil(M/2) components), B: the lane's column as floats
-        avec = _pack(cg, a, 1, 32, as_float=True)
-        bvec = _pack(cg, bslots, 1, 32, as_float=True)
+        avec = pack(cg, a, 1, 32, as_float=True)
+        bvec = pack(cg, bslots, 1, 32, as_float=True)
         avec, bvec = (v if v.type.element == F32 else b.bitcast(v, ll.VectorType(F32, v.type.count))
                       for v in (avec, bvec))
     else:
-        avec = _pack(cg, a, len(a) // M, ea.bits)
-        bvec = _pack(cg, bslots, 32 // ea.bits, ea.bits)
+        avec = pack(cg, a, len(a) // M, ea.bits)
+        bvec = pack(cg, bslots, 32 // ea.bits, ea.bits)
         if avec.type.element.width not in (16, 32):
             raise PassError(f"codegen: a {M}x{K} {ea.user_name} DPAS A operand packs into {avec.type.element} "
                             f"per row; OpSubgroupMatrixMultiplyAccumulateINTEL takes 16- or 32-bit values", op)
-    cvec = _pack(cg, c, 1, 32, as_float=True) if len(c) > 1 else c[0]
+    cvec = pack(cg, c, 1, 32, as_float=True) if len(c) > 1 else c[0]
     av = avec if avec.type.count > 1 else b.extract_element(avec, cg.i32(0))
     name = "_Z" + str(len(MMA)) + MMA + mangle_args([I32, av.type, bvec.type, cvec.type, I32])
     r = cg.call(name, cvec.type, [cg.i32(K), av, bvec, cvec, cg.i32(MMA_OPERANDS[ea.name])], convergent=True)

@@ -1,0 +1,236 @@
+"""Scalar arithmetic as LLVM IR, shared by every emitter: 16-bit floats computed in f32, binary
+and unary operations, comparisons, casts, sub-group shuffles, and the workgroup barrier. The rule
+tables (``rules_arith``) apply them slot by slot (``map_slots``)."""
+from __future__ import annotations
+
+from typing import List
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir.types import DType
+from ..rewrite import PassError
+from .core import CodeGen, ll_type
+from .ocl import F16, F32, F64, I16, I32, mangle_scalar
+
+# ---- 16-bit floats are computed in f32 ------------------------------------------------------------
+
+
+def bf16_to_f32(cg: CodeGen, v):
+    return cg.b.bitcast(cg.b.shl(cg.b.zext(v, I32), ll.Constant(I32, 16)), F32)
+
+
+def f32_to_bf16(cg: CodeGen, v):
+    """Round to nearest even; NaN stays a quiet NaN."""
+    b = cg.b
+    bits = b.bitcast(v, I32)
+    lsb = b.and_(b.lshr(bits, ll.Constant(I32, 16)), ll.Constant(I32, 1))
+    rounded = b.lshr(b.add(bits, b.add(lsb, ll.Constant(I32, 0x7FFF))), ll.Constant(I32, 16))
+    isnan = b.fcmp_unordered("uno", v, v)
+    out = b.select(isnan, ll.Constant(I32, 0x7FC0), rounded)
+    return b.trunc(out, I16)
+
+
+def widen(cg: CodeGen, v, t: DType):
+    """A float value in the type arithmetic runs in (f32 for f16/bf16)."""
+    if t.name == "bf16":
+        return bf16_to_f32(cg, v)
+    if t.name == "f16":
+        return cg.b.fpext(v, F32)
+    return v
+
+
+def narrow(cg: CodeGen, v, t: DType):
+    if t.name == "bf16":
+        return f32_to_bf16(cg, v)
+    if t.name == "f16":
+        return cg.b.fptrunc(v, F16)
+    return v
+
+
+def map_slots(cg: CodeGen, op: ir.Op, fn) -> List:
+    """Apply ``fn`` slot by slot over the operands (scalars are shared by every slot)."""
+    vals = [cg.get(v) for v in op.operands]
+    n = max([len(v) for v in vals if isinstance(v, list)] or [0])
+    if n == 0:
+        return [fn(*vals)]
+    return [[fn(*[v[i] if isinstance(v, list) else v for v in vals]) for i in range(n)]]
+
+
+_FBIN = {"addf": "fadd", "subf": "fsub", "mulf": "fmul", "divf": "fdiv", "remf": "frem"}
+_IBIN = {"addi": "add", "subi": "sub", "muli": "mul", "andi": "and_", "ori": "or_", "xori": "xor",
+         "shli": "shl", "shrsi": "ashr", "shrui": "lshr"}
+
+
+def binop(cg: CodeGen, kind: str, a, c, t: DType):
+    """One scalar ``a <kind> c`` of dtype ``t``."""
+    b = cg.b
+    if t.is_floating:
+        x, y = widen(cg, a, t), widen(cg, c, t)
+        ft = x.type
+        suffix = {F32: "f32", F64: "f64"}[ft]
+        if kind in _FBIN:
+            r = getattr(b, _FBIN[kind])(x, y)
+        elif kind in ("maxnumf", "minnumf"):
+            r = cg.ocl.intrinsic(b, f"llvm.{kind[:6]}.{suffix}", ft, [x, y])
+        elif kind in ("maximumf", "minimumf"):
+            m = cg.ocl.intrinsic(b, f"llvm.{'maxnum' if kind == 'maximumf' else 'minnum'}.{suffix}", ft, [x, y])
+            nan = b.fcmp_unordered("uno", x, y)
+            r = b.select(nan, b.fadd(x, y), m)
+        elif kind == "powf":
+            r = cg.ocl.intrinsic(b, f"llvm.pow.{suffix}", ft, [x, y])
+        elif kind in ("atan2", "copysignf"):
+            name = {"atan2": "atan2", "copysignf": "copysign"}[kind]
+            m = mangle_scalar(ft)
+            r = cg.call(f"_Z{len(name)}{name}{m}{m}", ft, [x, y])
+        else:
+            raise PassError(f"codegen: no float rule for {kind}")
+        return narrow(cg, r, t)
+    if kind in _IBIN:
+        return getattr(b, _IBIN[kind])(a, c)
+    if kind in ("divsi", "divui", "remsi", "remui"):
+        return _safe_div(cg, kind, a, c)
+    if kind in ("maxsi", "minsi", "maxui", "minui"):
+        signed = kind.endswith("si")
+        op = ">" if kind.startswith("max") else "<"
+        cmp = b.icmp_signed(op, a, c) if signed else b.icmp_unsigned(op, a, c)
+        return b.select(cmp, a, c)
+    if kind in ("mulhisi", "mulhiui"):
+        w = a.type.width
+        ext = b.sext if kind == "mulhisi" else b.zext
+        wide = ll.IntType(2 * w)
+        p = b.mul(ext(a, wide), ext(c, wide))
+        return b.trunc(b.lshr(p, ll.Constant(wide, w)), a.type)
+    raise PassError(f"codegen: no integer rule for {kind}")
+
+
+def _safe_div(cg: CodeGen, kind: str, a, c):
+    """C-style integer division that cannot trap: x / 0 gives 0 (the CPU device would raise
+    SIGFPE and take the process down), INT_MIN / -1 wraps."""
+    b = cg.b
+    t = a.type
+    if isinstance(c, ll.Constant) and isinstance(c.constant, int) and c.constant != 0 and (
+            kind in ("divui", "remui") or c.constant != -1 and c.constant != (1 << t.width) - 1):
+        return {"divsi": b.sdiv, "divui": b.udiv, "remsi": b.srem, "remui": b.urem}[kind](a, c)
+    zero = ll.Constant(t, 0)
+    is_zero = b.icmp_unsigned("==", c, zero)
+    one = ll.Constant(t, 1)
+    d = b.select(is_zero, one, c)
+    if kind in ("divsi", "remsi"):
+        minus1 = ll.Constant(t, -1)
+        is_m1 = b.icmp_signed("==", d, minus1)
+        d = b.select(is_m1, one, d)
+        q = b.sdiv(a, d) if kind == "divsi" else b.srem(a, d)
+        q = b.select(is_m1, b.neg(a) if kind == "divsi" else zero, q)
+    else:
+        q = b.udiv(a, d) if kind == "divui" else b.urem(a, d)
+    return b.select(is_zero, zero, q)
+
+
+_LLVM_MATH = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "sin": "sin",
+              "cos": "cos", "floor": "floor", "ceil": "ceil", "absf": "fabs", "trunc": "trunc",
+              "round": "round"}
+_OCL_MATH = {"rsqrt": "rsqrt", "tanh": "tanh", "erf": "erf", "tan": "tan"}
+
+
+def unop(cg: CodeGen, fn: str, x, t: DType):
+    b = cg.b
+    if t.is_floating:
+        v = widen(cg, x, t)
+        suffix = "f64" if v.type == F64 else "f32"
+        if fn in _LLVM_MATH:
+            r = cg.ocl.intrinsic(b, f"llvm.{_LLVM_MATH[fn]}.{suffix}", v.type, [v])
+        elif fn in _OCL_MATH:
+            name = _OCL_MATH[fn]
+            r = cg.call(f"_Z{len(name)}{name}{mangle_scalar(v.type)}", v.type, [v])
+        elif fn == "negf":
+            r = b.fneg(v)
+        else:
+            raise PassError(f"codegen: no rule for math.{fn}")
+        return narrow(cg, r, t)
+    if fn == "absi":
+        return b.select(b.icmp_signed("<", x, ll.Constant(x.type, 0)), b.neg(x), x)
+    if fn == "noti":
+        return b.xor(x, ll.Constant(x.type, -1))
+    if fn == "ctpop":
+        return cg.ocl.intrinsic(b, f"llvm.ctpop.i{x.type.width}", x.type, [x])
+    raise PassError(f"codegen: no rule for {fn} on {t}")
+
+
+_FCMP = {"oeq": ("==", True), "one": ("!=", True), "olt": ("<", True), "ole": ("<=", True), "ogt": (">", True),
+         "oge": (">=", True), "une": ("!=", False), "uno": ("uno", False), "ord": ("ord", True)}
+_ICMP = {"eq": ("==", True), "ne": ("!=", True), "slt": ("<", True), "sle": ("<=", True), "sgt": (">", True),
+         "sge": (">=", True), "ult": ("<", False), "ule": ("<=", False), "ugt": (">", False), "uge": (">=", False)}
+
+
+def cmpop(cg: CodeGen, pred: str, a, c, t: DType):
+    b = cg.b
+    if t.is_floating:
+        x, y = widen(cg, a, t), widen(cg, c, t)
+        p, ordered = _FCMP[pred]
+        return b.fcmp_ordered(p, x, y) if ordered else b.fcmp_unordered(p, x, y)
+    p, signed = _ICMP[pred]
+    return b.icmp_signed(p, a, c) if signed else b.icmp_unsigned(p, a, c)
+
+
+def castop(cg: CodeGen, kind: str, x, src: DType, dst: DType):
+    b = cg.b
+    dt = ll_type(dst)
+    if kind == "bitcast":
+        return x if x.type == dt else b.bitcast(x, dt)
+    if kind in ("extf", "truncf"):
+        v = widen(cg, x, src)
+        if dst.name in ("bf16", "f16") and v.type == F64:
+            v = b.fptrunc(v, F32)
+        if dst.name in ("bf16", "f16"):
+            return narrow(cg, v, dst)
+        if v.type == dt:
+            return v
+        return b.fpext(v, dt) if dst.bits > 32 or v.type == F16 else b.fptrunc(v, dt)
+    if kind in ("sitofp", "uitofp"):
+        ft = F32 if dst.name in ("bf16", "f16") else dt
+        v = b.sitofp(x, ft) if kind == "sitofp" else b.uitofp(x, ft)
+        return narrow(cg, v, dst)
+    if kind in ("fptosi", "fptoui"):
+        v = widen(cg, x, src)
+        return b.fptosi(v, dt) if kind == "fptosi" else b.fptoui(v, dt)
+    if kind == "extsi":
+        return b.sext(x, dt)
+    if kind == "extui":
+        return b.zext(x, dt)
+    if kind == "trunci":
+        return b.trunc(x, dt)
+    raise PassError(f"codegen: no rule for cast {kind}")
+
+
+def sub_group_shuffle(cg: CodeGen, mode: str, v, lane):
+    """``intel_sub_group_shuffle[_xor|_down|_up]`` of one value; narrow types go through 32 bits."""
+    t = v.type
+    wide = t
+    if isinstance(t, ll.IntType) and t.width < 32:
+        wide, v = I32, cg.b.zext(v, I32)
+    elif t == F16:
+        wide, v = I32, cg.b.zext(cg.b.bitcast(v, I16), I32)
+    m = mangle_scalar(wide)
+    if mode == "idx":
+        r = cg.call(f"_Z23intel_sub_group_shuffle{m}j", wide, [v, lane], convergent=True)
+    elif mode == "xor":
+        r = cg.call(f"_Z27intel_sub_group_shuffle_xor{m}j", wide, [v, lane], convergent=True)
+    elif mode == "down":
+        r = cg.call(f"_Z28intel_sub_group_shuffle_down{m}{m}j", wide, [v, v, lane], convergent=True)
+    elif mode == "up":
+        r = cg.call(f"_Z26intel_sub_group_shuffle_up{m}{m}j", wide, [v, v, lane], convergent=True)
+    else:
+        raise PassError(f"codegen: unknown shuffle mode {mode}")
+    if wide != t:
+        if t == F16:
+            return cg.b.bitcast(cg.b.trunc(r, I16), F16)
+        return cg.b.trunc(r, t)
+    return r
+
+
+def workgroup_barrier(cg: CodeGen, op) -> None:
+    """``barrier(CLK_LOCAL_MEM_FENCE)`` for a barrier that only orders SLM (``memory = "local"``),
+    else with ``CLK_GLOBAL_MEM_FENCE`` too."""
+    flags = 1 if op.attrs.get("memory") == "local" else 3
+    cg.call("_Z7barrierj", ll.VoidType(), [cg.i32(flags)], convergent=True)

@@ -1,0 +1,216 @@
+"""2D block messages for descriptor loads, stores and prefetches, as every GPU emitter shares them:
+which tiles a message fits (``block_fits``), the region a message covers (``region``,
+``surface``), and how a read's register payload unpacks into a tile's slots (``load_block2d``,
+given the emitter's spelling of one read message).
+
+A payload is row-major (one row per component for 16-wide blocks; VNNI packs 2 or 4 rows into a
+dword), which is exactly the slot order of ``layout.lane_slot_offsets``.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir.layout import lane_slot_offsets
+from ...ir.types import DType
+from ..layouts import rows_per_register
+from ..rewrite import PassError
+from ..spirv_asm import is_asm
+from .core import CodeGen, NamedRegister, NdDesc, VecSlots, lazy_slots, ll_type
+from .nd_elementwise import nd_origin
+from .ocl import I32, I64
+
+
+def block2d_enabled(cg: CodeGen) -> bool:
+    """Whether descriptors become 2D block messages: the emitter writes them and the target has them."""
+    return cg.emitter.block2d and cg.target.has_block2d
+
+
+def transpose32(t: DType, lay, shape, sg: int, narrow: bool = True):
+    """For a transposed load whose result tile (shape (R, C), C = the memory rows) has layout
+    ``lay``: (dword columns, memory rows) of the 32-bit transposed 2D block read that delivers it
+    exactly, or None. A 32-bit transpose gives lane ``l`` memory row ``l`` as dwords; with 16- or
+    8-bit data each dword packs 2 or 4 consecutive elements of that row, which is the VNNI B
+    fragment (``lane_data = (32 / bits, 1)``) and, for 16 bits, the A fragment (``lane_data =
+    (1, 1)``: component ``r`` = row ``r``). With ``narrow``, a 32-bit tile of C < sg memory rows
+    laid out ``layouts.rows_per_register`` (tf32's A fragment read from A^T) is R dword columns of
+    C rows: its transpose fills each register with sg / C of the R result rows, as a plain read of
+    the transposed matrix would."""
+    R, C = shape
+    if narrow and rows_per_register(t, lay, C, sg) and R <= 8 and R % (sg // C) == 0:
+        return R, C
+    if lay.lane_layout != (1, sg) or C != sg:
+        return None
+    pack = 32 // t.bits
+    if t.bits == 32 and lay.lane_data == (1, 1) or \
+            t.bits < 32 and lay.lane_data == (pack, 1) or t.bits == 16 and lay.lane_data == (1, 1):
+        dwords = R * t.bits // 32
+        return (dwords, C) if 1 <= dwords <= 8 else None
+    return None
+
+
+def block_fits(cg: CodeGen, op, store: bool = False, narrow: bool = True) -> bool:
+    """Whether a block's tile layout is the register payload of a 2D block message (one row of a
+    block across the sub-group's lanes, ``lane_data`` packing VNNI pairs or sub-32-bit columns; with
+    ``narrow``, also a 32-bit block narrower than the subgroup, several rows per register:
+    ``layouts.rows_per_register``, as IGC reads tf32 fragments); blocks that are not are
+    accessed element by element (still correct, slower)."""
+    d = cg.get(op.tdesc).type
+    tiles = op.attrs["tiles"]
+    sg = cg.target.sg_size
+    t = d.elem
+    info = cg.target.block2d_for(t)
+    if info is None or len(d.shape) != 2:
+        return False
+    h, w = d.shape
+    h *= (op.attrs.get("block_grid") or (1, 1))[0]
+    for tile in tiles:
+        lay = tile.layout
+        if op.attrs.get("transpose"):
+            if transpose32(t, lay, tile.shape, sg, narrow) is None or len(tiles) != 1:
+                return False
+            continue
+        if lay.lane_layout != (1, sg):
+            if narrow and not store and not op.attrs.get("packed") and rows_per_register(t, lay, w, sg) and \
+                    w <= info.max_width and h <= info.max_height:
+                continue
+            return False
+        ld0, ld1 = lay.lane_data
+        if store:
+            if (ld0, ld1) != (1, 1) or w != sg:
+                return False
+            continue
+        packed = bool(op.attrs.get("packed"))
+        if packed and (ld0 != 32 // t.bits or ld1 != 1 or h % ld0) or not packed and ld0 != 1:
+            return False
+        if w % (sg * ld1) or w > info.max_width or h > info.max_height:
+            return False
+    return True
+
+
+def region(cg: CodeGen, d: NdDesc, origin: List) -> List:
+    """(width, height, pitch, x, y) of a 2D block message over the descriptor's tensor: width, pitch
+    and x in elements, height and y in rows (a 1-D descriptor is one row)."""
+    if len(d.shape) == 1:
+        return [d.shape[0], cg.i32(1), d.shape[0], origin[0], cg.i32(0)]
+    return [d.shape[1], d.shape[0], d.strides[0], origin[1], origin[0]]
+
+
+def surface(cg: CodeGen, d: NdDesc, origin: List):
+    """(base i64, width_bytes-1, height-1, pitch_bytes-1, x, y): IGC 12504's encoding of a region."""
+    b = cg.b
+    eb = d.type.elem.itemsize
+    width, height, pitch, x, y = region(cg, d, origin)
+    m1 = lambda v: b.sub(v, cg.i32(1))  # noqa: E731
+    return [b.ptrtoint(d.base, I64), m1(b.mul(width, cg.i32(eb))), m1(height), m1(b.mul(pitch, cg.i32(eb))), x, y]
+
+
+def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=None, make_vec=None) -> VecSlots:
+    """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand.
+    Without ``vec``, ``make_vec`` makes it (a vector of ``words`` components, see ``VecSlots``)."""
+    per = count // (vec.type.count if vec is not None else words)
+    bits = t.bits
+
+    def make(i):
+        b = cg.b
+        e = b.extract_element(vec if vec is not None else slots.vec, cg.i32(i // per))
+        v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, (i % per) * bits)), ll.IntType(bits))
+        if v.type.width != bits:
+            v = b.trunc(v, ll.IntType(bits))
+        return v if v.type == ll_type(t) else b.bitcast(v, ll_type(t))
+    if vec is not None:
+        return lazy_slots(cg, vec, count, per, make)
+    slots = VecSlots([None] * count, None, per, make, cg.b, message, make_vec)
+    return slots
+
+
+def load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read, named=None) -> List:
+    """A 2D block load as one message ``read(cg, d, x, y, bits, w, h, n, transpose, vnni, vt)`` (the
+    emitter's spelling of the message), unpacked into the result tiles' slots. A message of more
+    than 16 dwords per lane goes to ``named(cg, op, d, tiles, dwords, w, h, n, packed)`` (the visa
+    emitter's reads into named registers)."""
+    t = d.type.elem
+    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    gv, n = op.attrs.get("block_grid") or (1, len(op.results))
+    h *= gv
+    tr = bool(op.attrs.get("transpose"))
+    packed = bool(op.attrs.get("packed"))
+    info = cg.target.block2d_for(t)
+    if info is None or w * n > info.max_width_x_array or h > info.max_height or n > info.max_array:
+        raise PassError(f"codegen: a {h}x{w}x{n} block of {t.user_name} exceeds {cg.target.name}'s 2D block load "
+                        f"limits", op)
+    tiles = op.attrs["tiles"]
+    if tr:
+        return [load_transposed32(cg, op, d, tiles[0], read)]
+    slots = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in tiles)
+    if slots * t.bits > 16 * 32 and named is not None:
+        return named(cg, op, d, tiles, slots * t.bits // 32, w, h, n, packed)
+    # bits per payload component: a dword for VNNI and 32-bit data, else one row's share of a lane;
+    # more than 16 components travel as dwords (LLVM's SPIR-V backend and spirv-val cap vectors at 16)
+    natural = 32 if packed or t.bits >= 32 else t.bits * tiles[0].layout.lane_data[-1]
+    word = natural if slots * t.bits // natural <= 16 else 32
+    count = slots * t.bits // word
+    vt = ll.VectorType(ll.IntType(word), count)
+    _, _, _, x, y = region(cg, d, nd_origin(cg, d, op))
+    vec = read(cg, d, x, y, t.bits, w, h, n, tr, packed, vt)
+    out, k = [], 0
+    for tile in tiles:
+        m = len(lane_slot_offsets(tile.layout, tile.shape))
+        part = vec if m * t.bits == count * word else cg.b.shuffle_vector(
+            vec, ll.Constant(vt, None), ll.Constant(ll.VectorType(I32, m * t.bits // word),
+                                                    list(range(k * t.bits // word, (k + m) * t.bits // word))))
+        if word != natural:  # back to the block's own element vector (a free reinterpretation)
+            part = cg.b.bitcast(part, ll.VectorType(ll.IntType(natural), m * t.bits // natural))
+        slots = unpacked(cg, part, m, t)
+        if is_asm(vec):  # element-major per lane: slot k starts k * bits * lanes / 8 bytes in
+            slots.message = (vec, k * t.bits * cg.target.sg_size // 8)
+        out.append(slots)
+        k += m
+    return out
+
+
+def load_transposed32(cg: CodeGen, op, d: NdDesc, tile, read) -> List:
+    """A transposed block read as 32-bit elements (``transpose_bit_width = 32``), see ``transpose32``."""
+    t = d.type.elem
+    dwords, rows = transpose32(t, tile.layout, tile.shape, cg.target.sg_size)
+    _, _, _, x, y = region(cg, d, nd_origin(cg, d, op))
+    # x is in elements of the message: dwords of the memory row
+    x = cg.b.udiv(cg.b.mul(x, cg.i32(t.bits)), cg.i32(32)) if t.bits < 32 else x
+    vec = read(cg, d, x, y, 32, dwords, rows, 1, True, False, ll.VectorType(I32, dwords * rows // cg.target.sg_size))
+    m = len(lane_slot_offsets(tile.layout, tile.shape))
+    if t.bits < 32 and tile.layout.lane_data == (1, 1):  # A fragment: one element per component
+        vec = cg.b.bitcast(vec, ll.VectorType(ll.IntType(t.bits), m))
+    return unpacked(cg, vec, m, t)
+
+
+def named_piece(cg: CodeGen, reg: NamedRegister, send, offset: int, m: int, t: DType, tile, packed: bool) -> VecSlots:
+    """The ``m`` slots of a block at byte ``offset`` of ``reg``, for inline-vISA DPAS to name in
+    place (``message``). Blocking reads into named registers only for such DPAS operands, so
+    nothing asks for them as an LLVM vector (``make_vec`` says so if something ever does)."""
+    natural = 32 if packed or t.bits >= 32 else t.bits * tile.layout.lane_data[-1]
+
+    def no_vector():
+        raise PassError(f"codegen: a piece of the {reg.dwords}-dword block read {reg.name} is used as a vector; "
+                        "blocking reads into named registers only for inline-vISA DPAS operands")
+    return unpacked(cg, None, m, t, m * t.bits // natural, (reg, offset), (send, no_vector))
+
+
+def store_shape(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> Tuple[int, int]:
+    """(rows, columns) of a 2D block store, which is sub-group wide and 1..8 rows."""
+    h, w = (d.type.shape if len(d.type.shape) == 2 else (1, d.type.shape[0]))
+    if w != cg.target.sg_size or h > 8:
+        raise PassError(f"codegen: 2D block stores are {cg.target.sg_size} wide and at most 8 rows, got {h}x{w}", op)
+    return h, w
+
+
+def prefetch_shape(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> Optional[Tuple[int, int]]:
+    """(rows, columns) of a prefetch's 2D block message: its subgroup block, cut to the target's
+    largest block for the element type; None when the target has no 2D block for it."""
+    shape = op.attrs.get("block") or d.type.shape
+    h, w = (shape if len(shape) == 2 else (1, shape[0]))
+    info = cg.target.block2d_for(d.type.elem)
+    if info is None:
+        return None
+    return min(h, info.max_height), min(w, info.max_width)

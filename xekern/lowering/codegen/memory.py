@@ -1,0 +1,103 @@
+"""Memory helpers shared by the rule tables: element loads and stores, zeros, and where a lane's
+slots are, in a tile or in an SLM matrix (@block / @strides layouts)."""
+from __future__ import annotations
+
+import functools
+import math
+from typing import List, Sequence
+
+from llvmlite import ir as ll
+
+from ...ir.layout import lane_slot_offsets, lane_splits
+from ...ir.types import DType, MemDescType, VectorType
+from . import block_io
+from .core import CodeGen, ll_type, mem_type
+from .ocl import I1, I8, I32
+
+def load_elem(cg: CodeGen, ptr, t: DType):
+    v = cg.b.load(ptr, typ=mem_type(t), align=max(1, t.itemsize))
+    return cg.b.trunc(v, I1) if t.is_bool else v
+
+
+def store_elem(cg: CodeGen, v, ptr, t: DType):
+    if t.is_bool:
+        v = cg.b.zext(v, I8)
+    cg.b.store(v, ptr, align=max(1, t.itemsize))
+
+
+def zero(t: DType):
+    if t.is_floating and t.name != "bf16":
+        return ll.Constant(ll_type(t), 0.0)
+    return ll.Constant(ll_type(t), 0)
+
+
+def slm_offset(cg: CodeGen, m: MemDescType, coords: List):
+    """Element offset (i32) of ``coords`` in an SLM matrix with its @block / @strides layout."""
+    b = cg.b
+    c = lambda v: ll.Constant(I32, v)
+    if m.block is not None:
+        nblk = [s // k for s, k in zip(m.shape, m.block)]
+        blk, inner = None, None
+        bsize = 1
+        for k in m.block:
+            bsize *= k
+        for d, (x, k) in enumerate(zip(coords, m.block)):
+            q, r = b.udiv(x, c(k)), b.urem(x, c(k))
+            blk = q if blk is None else b.add(b.mul(blk, c(nblk[d])), q)
+            inner = r if inner is None else b.add(b.mul(inner, c(k)), r)
+        return b.add(b.mul(blk, c(bsize)), inner)
+    strides = m.strides if m.strides is not None else m.row_major_strides
+    off = None
+    for x, s in zip(coords, strides):
+        term = b.mul(x, c(s)) if s != 1 else x
+        off = term if off is None else b.add(off, term)
+    return off
+
+
+def lane_base(cg: CodeGen, layout, block) -> List:
+    """Each kept dimension's first element owned by this lane: ``(coord * lane_data) % block``."""
+    root = layout.root
+    key = ("lane_base", root.lane_layout, root.dim_order, layout.kept_dims, tuple(block), root.lane_data)
+
+    def make():
+        lid = cg.lane_id()
+        coords = [None] * root.rank
+        stride = 1
+        for d in root.dim_order:
+            coords[d] = cg.b.urem(cg.b.udiv(lid, cg.i32(stride)), cg.i32(root.lane_layout[d]))
+            stride *= root.lane_layout[d]
+        out = []
+        for i, s in enumerate(lane_splits(layout, block)):
+            x = coords[layout.kept_dims[i]]
+            out.append(cg.b.urem(cg.b.mul(x, cg.i32(s.data)), cg.i32(s.size)))
+        return out
+    return cg.cached(key, make)
+
+
+def slot_coords(cg: CodeGen, tile: VectorType, offsets: List) -> List[List]:
+    """Per slot, the coordinates (i32) of the element it holds: offsets + lane base + slot offset."""
+    base = lane_base(cg, tile.layout, tile.shape)
+    starts = [cg.b.add(o, bv) for o, bv in zip(offsets, base)]
+    return [[cg.b.add(s, cg.i32(x)) if x else s for s, x in zip(starts, so)]
+            for so in lane_slot_offsets(tile.layout, tile.shape)]
+
+
+def origin_multiple_of(m: MemDescType, offsets) -> int:
+    """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
+    when the blocked layout's offset is not linear there (an origin inside a block)."""
+    return origin_multiple(m, [block_io.known_multiple(v) for v in offsets])
+
+
+def origin_multiple(m: MemDescType, mult: Sequence[int]) -> int:
+    """``origin_multiple_of`` an origin whose coordinates are multiples of ``mult``."""
+    if m.block is None:
+        strides = m.strides if m.strides is not None else m.row_major_strides
+        return functools.reduce(math.gcd, (k * s for k, s in zip(mult, strides)))
+    if any(k % b for k, b in zip(mult, m.block)):
+        return 0
+    radix, acc = [], 1
+    for n in reversed([s // b for s, b in zip(m.shape, m.block)]):
+        radix.append(acc)
+        acc *= n
+    bsize = math.prod(m.block)
+    return functools.reduce(math.gcd, (k // b * r * bsize for k, b, r in zip(mult, m.block, reversed(radix))))

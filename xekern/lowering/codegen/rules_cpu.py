@@ -1,0 +1,35 @@
+"""The ``cpu`` emitter's rules (the OpenCL CPU device): descriptor loads and stores element by
+element, with vector accesses for tiles inside the tensor; DPAS emulated exactly, reading its
+operands from memory where they were just loaded (``dpas_cpu``); prefetches dropped."""
+from __future__ import annotations
+
+from ... import ir
+from .core import CodeGen, NdDesc, rule
+from .dpas_cpu import dpas_emulated, fused_loads
+from .nd_elementwise import load_elementwise, store_elementwise
+
+TABLE = "cpu"
+
+
+@rule(ir.LoadNdOp, table=TABLE)
+def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
+    if op in cg.analysis("fused_loads", lambda: fused_loads(cg.func)):
+        return [[] for _ in op.results]  # read again, element by element, by the DPAS that uses it
+    return load_elementwise(cg, op, cg.get(op.tdesc))
+
+
+@rule(ir.StoreNdOp, table=TABLE)
+def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
+    d: NdDesc = cg.get(op.tdesc)
+    store_elementwise(cg, op, d)
+    return []
+
+
+@rule(ir.PrefetchNdOp, table=TABLE)
+def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
+    return []  # the CPU device has no use for a prefetch
+
+
+@rule(ir.DpasOp, table=TABLE)
+def _dpas(cg: CodeGen, op: ir.DpasOp):
+    return dpas_emulated(cg, op)

@@ -1,0 +1,53 @@
+"""The ``visa`` emitter's rules, over ``igc-builtins``: in workgroup-level kernels, 2D block reads
+and prefetches as ``raw_sends`` from payloads built once (``lsc``), DPAS as inline vISA naming its
+operands inside the reads (``visa_dpas``), a K loop's DPAS accumulators in named registers, and
+SLM barriers in loops as four (or two) vISA instructions (``visa_barrier``). What inline vISA
+cannot say (tf32 DPAS, subgroup-level kernels' reads) stays ``igc-builtins``'."""
+from __future__ import annotations
+
+from ... import ir
+from . import visa_barrier
+from .arith import workgroup_barrier
+from .block2d import block2d_enabled, block_fits, load_block2d
+from .control import for_loop
+from .core import CodeGen, NdDesc, rule
+from .dpas_builtin import dpas_builtin
+from .lsc import load_named, raw_prefetch, raw_read
+from .nd_elementwise import load_elementwise
+from .visa_dpas import dpas_visa, inline_dpas, loop_accumulators
+
+TABLE = "visa"
+
+
+@rule(ir.LoadNdOp, table=TABLE)
+def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
+    d: NdDesc = cg.get(op.tdesc)
+    if block2d_enabled(cg) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+        return load_block2d(cg, op, d, raw_read, named=load_named)
+    return load_elementwise(cg, op, d)
+
+
+@rule(ir.PrefetchNdOp, table=TABLE)
+def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
+    if block2d_enabled(cg):
+        raw_prefetch(cg, op, cg.get(op.tdesc))
+    return []
+
+
+@rule(ir.DpasOp, table=TABLE)
+def _dpas(cg: CodeGen, op: ir.DpasOp):
+    return dpas_visa(cg, op) if inline_dpas(cg, op) else dpas_builtin(cg, op)
+
+
+@rule(ir.BarrierOp, table=TABLE)
+def _barrier(cg: CodeGen, op):
+    if visa_barrier.applies(cg, op):
+        visa_barrier.barrier(cg, fence=not op.attrs.get("no_fence"))
+    else:
+        workgroup_barrier(cg, op)
+    return []
+
+
+@rule(ir.ForOp, table=TABLE)
+def _for(cg: CodeGen, op: ir.ForOp):
+    return for_loop(cg, op, loop_accumulators(cg, op))
