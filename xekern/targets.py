@@ -142,6 +142,16 @@ class Target:
                 yield f"DPAS repeat count M is 1..8, got {sh.m} for {d}"
             if sh.k * _DPAS_BITS[d] != 256:  # systolic depth 8 x 32-bit (MLIR XeGPU uArch, HARDWARE.md)
                 yield f"DPAS K for {d} must be 256 bits of operand ({256 // _DPAS_BITS[d]}), got {sh.k}"
+            # tf32 DPAS came with Xe-HPC's 16-wide DPAS: compute-runtime exposes
+            # cl_intel_subgroup_matrix_multiply_accumulate_tf32 from Xe-HPC on only
+            # (compiler_product_helper_before_xe_hpc.inl); for arl-h IGC 2.40 leaves its builtin unresolved
+            if d == "tf32" and sh.n != 16:
+                yield f"tf32 DPAS exists only 16 wide (Xe-HPC and later), not with N = {sh.n}"
+        if self.block2d and self.sg_size != 16:
+            # the 2D block messages came with Xe-HPC too (cl_intel_subgroup_2d_block_io from Xe-HPC on,
+            # compiler_product_helper_xe_hpc_and_later.inl; IGC 2.40 rejects SPV_INTEL_2d_block_io for
+            # arl-h and mtl-h: SPIRVExtensions.td), and xekern's block tables are for 16-wide sub-groups
+            yield f"2D block IO is for 16-wide sub-groups of Xe-HPC and later, not sub-group {self.sg_size}"
         for b in self.block2d:
             if b.max_width * b.ebytes > 64 or b.max_width_x_array * b.ebytes > 64:
                 yield f"2D block rows are at most 64 bytes (HARDWARE.md), {b.ebytes}-byte row is wider"
@@ -226,7 +236,7 @@ BMG = Target(
     max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
     iga_platform="xe2", peak_tflops_bf16=116.7, spirv_block_io=True, merge_block2d=True,
     private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
-    device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg"),
+    device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "bmg"),
     # Xe2 keeps Xe-HPC's DPAS (N=16) and 2D block tables (MLIR XeGPU uArch Xe2 table); 20 Xe2 cores and
     # 116.7 TFLOP/s bf16: Intel Arc B580 specification (HARDWARE.md)
     notes="20 Xe2 cores, 456 GB/s; needs a driver newer than this workplace's IGC 12504")
@@ -240,6 +250,105 @@ DG2 = Target(
     # SIMD8 DPAS and no tf32 (measured with IGC 12504, HARDWARE.md); 64 KiB SLM and 32 Xe cores (A770):
     # Intel Arc A-series specification; named barriers are emulated by the driver (HARDWARE.md)
     notes="8-wide DPAS, no 2D block IO (1D block reads / gathers instead), named barriers emulated")
+
+# The records below were checked against the current offline compiler (ocloc 26.27 / IGC 2.40, see
+# tests/test_targets_isa.py): vector add, tensor-descriptor copy and, where there is DPAS, a dot.
+# Sources named "compute-runtime" are intel/compute-runtime (e37c60b, 2026-08): device_ids_configs_<x>.h,
+# release_helpers/caps/caps_<release>.h (dotProductAccumulateSystolicSupported),
+# compiler_product_helper_{before_xe_hpc,xe_hpc_and_later}.inl (which cl_intel_* extensions a part
+# has), hw_info_<x>.cpp (maxProgrammableSlmSize, KiB per workgroup), gfx_core_helper_<core>.cpp
+# (sub-group sizes), release_helper_<x>.cpp (GRF counts) and device_caps.cpp (largest workgroup:
+# threads per Xe core x the smallest SIMD, rounded down to a power of 2, at most 1024). "IGC" is
+# intel/intel-graphics-compiler (98fff71, 2026-08): NamedBarriersResolution.cpp (hardware named
+# barriers: Xe-HPC, Xe2, Xe3), Platform.hpp (supportDpasInstruction, hasExecSize16DPAS,
+# supportLargeGRF, supportsVRT), AdaptorOCL/.../SPIRVExtensions.td (SPIR-V extensions per platform).
+
+MAX1100 = Target(
+    name="max1100", arch="Xe-HPC, one stack (Data Center GPU Max 1100)", sg_size=16,
+    sub_group_sizes=(16, 32), dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256),
+    slm_bytes=128 * 1024, max_workgroup_size=1024, named_barriers=32, kind="gpu",
+    # 56 Xe cores, 48 GB HBM2e: Intel's Max 1100 specifications (intel.com sku 232876); the same IP
+    # as pvc (12.60), so only its PCI device id tells it apart; all else is pvc's
+    xe_cores=56, ocloc_device="pvc", iga_platform="12p72",
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    device_names=("data center gpu max 1100",),
+    notes="one stack of 56 Xe cores; peak bf16 not set (Intel's figure was not at hand)")
+
+LNL = Target(
+    name="lnl", arch="Xe2-LPG (Lunar Lake, Arc 140V / 130V)", sg_size=16,
+    sub_group_sizes=(16, 32),               # compute-runtime gfx_core_helper_xe2_hpg_core.cpp
+    dpas=_dpas16(),                         # Xe2 DPAS as bmg (caps_xe2_hpg.h CapsLnl; tf32: xe_hpc_and_later)
+    block2d=_PVC_BLOCK2D,                   # Xe2 2D block tables (MLIR XeGPU uArch IntelGpuXe2.h)
+    grf_bytes=64, grf_modes=(128, 256),     # xe2_hpg_core GRF is 16 dwords; release helper {128, 256}
+    slm_bytes=128 * 1024,                   # compute-runtime hw_info_lnl.cpp maxProgrammableSlmSize 128
+    max_workgroup_size=1024,                # device_caps.cpp: 8 XVE x 8 threads x SIMD16
+    named_barriers=32,                      # IGC NamedBarrierHWSupport: IGFX_XE2_HPG_CORE
+    xe_cores=8,                             # Arc 140V: 8 Xe2 cores (Arc 130V: 7), Intel Core Ultra 200V
+    kind="gpu", ocloc_device="lnl-m",       # ocloc 26.27 `ocloc ids lnl-m`: 20.4.4
+    iga_platform="xe2",                     # iga64 -h=p: "2 for xe2/lnl"
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    device_names=("arc(tm) 140v", "arc(tm) 130v", "arc 140v", "arc 130v", "lunar lake"),
+    notes="integrated; Intel quotes 67 GPU TOPS (int8) for Arc 140V; no bf16 figure published")
+
+ARL = Target(
+    name="arl", arch="Xe-LPG+ (Arrow Lake H, Arc 140T / 130T)", sg_size=8,
+    sub_group_sizes=(8, 16, 32),            # compute-runtime gfx_core_helper_base.inl (Xe-HPG core)
+    # XMX: caps_xe_lpg.h CapsArlH dotProductAccumulateSystolicSupported; 8 wide (IGC hasExecSize16DPAS is
+    # Xe-HPC on; IGC 2.40 writes dpas (8|M0) for arl-h); no tf32 (before_xe_hpc: no _tf32 extension)
+    dpas=_dpas8(),
+    block2d=(),                             # no cl_intel_subgroup_2d_block_io before Xe-HPC (nor SPIR-V op)
+    grf_bytes=32, grf_modes=(128, 256),     # xe_hpg_core GRF is 8 dwords; release helper {128, 256};
+                                            # IGC supportLargeGRF; ocloc -ze-opt-large-register-file gives 256
+    slm_bytes=64 * 1024,                    # compute-runtime hw_info_arl.cpp maxProgrammableSlmSize 64
+    max_workgroup_size=1024,                # device_caps.cpp: 16 XVE x 8 threads x SIMD8
+    named_barriers=0,                       # IGC NamedBarrierHWSupport: not Xe-HPG (emulated, 8)
+    xe_cores=8,                             # Arc 140T: 8 Xe cores with XMX (130T: 7), Core Ultra 200H
+    kind="gpu", ocloc_device="arl-h",       # `ocloc ids arl-h`: 12.74.4
+    iga_platform="12p71",                   # iga64 -h=p: "12p71 for xehpg" (Xe-LPG is that ISA)
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    device_names=("arc(tm) 140t", "arc(tm) 130t", "arc 140t", "arc 130t"),
+    notes="integrated; Intel quotes 77 GPU TOPS (int8) for Core Ultra 200H; ARL-S/U/HX graphics is mtl")
+
+MTL = Target(
+    name="mtl", arch="Xe-LPG (Meteor Lake, Arrow Lake S/U), no XMX", sg_size=8,
+    sub_group_sizes=(8, 16, 32),            # compute-runtime gfx_core_helper_base.inl (Xe-HPG core)
+    # no XMX: caps_xe_lpg.h CapsMtlU / CapsMtlH leave dotProductAccumulateSystolicSupported off and
+    # compiler_release_helper_mtl_{u,h}.cpp turn cl_intel_subgroup_matrix_multiply_accumulate off;
+    # IGC supportDpasInstruction excludes METEORLAKE and ARL-S. (IGC 2.40 still writes dpas for
+    # mtl-h / arl-s if asked: the ISA cannot be the judge here, the record is.)
+    dpas={},
+    block2d=(),                             # no cl_intel_subgroup_2d_block_io before Xe-HPC
+    grf_bytes=32, grf_modes=(128, 256),     # as arl (release helper {128, 256}, IGC supportLargeGRF)
+    slm_bytes=64 * 1024,                    # compute-runtime hw_info_mtl.cpp maxProgrammableSlmSize 64
+    max_workgroup_size=1024,                # device_caps.cpp: 16 XVE x 8 threads x SIMD8
+    named_barriers=0,                       # IGC NamedBarrierHWSupport: not Xe-HPG
+    xe_cores=8,                             # Meteor Lake H: up to 8 Xe cores; Arrow Lake S/HX and U: 4
+    kind="gpu", ocloc_device="mtl-h",       # `ocloc ids`: mtl-h 12.71.4; mtl-u, arl-s, arl-u 12.70.4
+    iga_platform="12p71",
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    device_names=("meteor lake",),
+    notes="integrated; no DPAS (xl.dot is a compile error), no 2D block IO, named barriers emulated")
+
+PTL = Target(
+    name="ptl", arch="Xe3-LPG (Panther Lake, Arc B390 / B370)", sg_size=16,
+    sub_group_sizes=(16, 32),               # compute-runtime gfx_core_helper_xe3_core.cpp
+    # caps_xe3.h dotProductAccumulateSystolicSupported; tf32 (xe_hpc_and_later); no fp8 DPAS before
+    # Xe3P (IGC hasFP8Dpas); shapes as Xe2
+    dpas=_dpas16(),
+    block2d=_PVC_BLOCK2D,                   # as Xe2: IGC's wider 2D block forms start at Xe3P (Platform.hpp)
+    # GRF 16 dwords (xe3_core); Xe3 has variable register counts 32..256 in steps of 32 (release_helper_
+    # ptl_h.cpp {32, 64, 96, 128, 160, 192, 256}; IGC supportsVRT), which IGC picks itself without a
+    # GRF option (it chose 32..96 for small kernels); xekern asks for 128 or 256, which ocloc honours
+    grf_bytes=64, grf_modes=(128, 256),
+    slm_bytes=128 * 1024,                   # compute-runtime hw_info_ptl.cpp maxProgrammableSlmSize 128
+    max_workgroup_size=1024,                # device_caps.cpp: 8 XVE x 10 threads x SIMD16 = 1280 -> 1024
+    named_barriers=32,                      # IGC NamedBarrierHWSupport: IGFX_XE3_CORE
+    xe_cores=12,                            # Arc B390: 12 Xe3 cores (Intel, Core Ultra series 3); 4-Xe parts
+    kind="gpu", ocloc_device="ptl-h",       # `ocloc ids ptl-h`: 30.0.4
+    iga_platform="xe3",                     # iga64 -h=p: "3 for xe3/ptl"
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    device_names=("arc(tm) b390", "arc(tm) b370", "arc b390", "arc b370", "panther lake"),
+    notes="integrated; Intel quotes 120 GPU TOPS (int8) for the 12-Xe part; variable GRF (VRT)")
 
 CPU = Target(
     name="cpu", arch="Intel OpenCL CPU device, 16-wide GPU model", sg_size=16,
@@ -255,7 +364,7 @@ CPU8 = Target(
     private_bytes=DG2.private_bytes,
     notes="runs DG2's lane-level code (8-wide DPAS emulated; no 2D block IO, like DG2)")
 
-TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, BMG, DG2, CPU, CPU8)}
+TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, MAX1100, BMG, LNL, PTL, DG2, ARL, MTL, CPU, CPU8)}
 
 
 def register_target(t: Target, replace: bool = False) -> Target:
