@@ -440,7 +440,9 @@ ARCHITECTURES: List[Architecture] = [
                   0x56BE, 0x56BF, 0x56C0, 0x56C1, 0x56C2),
                  "compute-runtime xe_hpg_core/dg2/device_ids_configs_dg2.h; ocloc ids dg2-g10/g11/g12"),
     Architecture("pvc", "Data Center GPU Max 1550 / 1450 / 1350 (Ponte Vecchio)", ((12, 60),),
-                 (0x0BD0, 0x0BD5, 0x0BD6, 0x0BD7, 0x0BD8, 0x0B69, 0x0B6E),
+                 (0x0BD0, 0x0BD5, 0x0BD6, 0x0BD7, 0x0BD8, 0x0B69),
+                 # (0x0B6E, "Max 1100C" in devices_base.inl, is left to the IP release: its Xe-core
+                 # count was not found, so it is neither claimed for pvc nor for max1100)
                  "compute-runtime xe_hpc_core/pvc/device_ids_configs_pvc.h; ocloc ids pvc: 12.60.x"),
     Architecture("max1100", "Data Center GPU Max 1100 (one stack)", (),
                  (0x0BD9, 0x0BDA, 0x0BDB),
