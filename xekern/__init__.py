@@ -29,7 +29,7 @@ from .runtime.allocator import set_allocator  # noqa: E402
 from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402
 from . import testing  # noqa: E402
 from .targets import TARGETS as targets  # noqa: E402
-from .targets import Target, get_target, register_target  # noqa: E402
+from .targets import Target, TargetWarning, get_target, register_target  # noqa: E402
 
 
 def pointer(dtype, space: str = "global") -> PointerType:
@@ -41,4 +41,5 @@ __all__ = ["jit", "JITFunction", "autotune", "Config", "Autotuner", "testing", "
            "next_power_of_2", "set_allocator", "CompilationError", "LaunchError", "XekernError",
            "CacheWarning", "Layout", "SliceLayout", "DeviceArray", "to_device", "empty", "synchronize",
            "device_properties",
-           "targets", "target_for", "layouts", "Target", "get_target", "register_target", "pointer", "language", "knobs", "__version__"]
+           "targets", "target_for", "layouts", "Target", "TargetWarning", "get_target", "register_target",
+           "pointer", "language", "knobs", "__version__"]

@@ -5,6 +5,11 @@ receive a ``Target``; only the runtime asks a device what it is (``target_for``)
 GPU is one more record (and, at most, new rows in codegen's intrinsic tables). How xekern emits
 code for a GPU through a given driver compiler is not a fact of the GPU: ``lowering/emitters.py``.
 
+Which record a GPU gets is decided here from what its driver reports (``identify``): its PCI
+device id or graphics IP version, looked up in ``ARCHITECTURES``; its name only when the driver
+says neither. A GPU of an IP release no row knows gets the nearest older family's record and a
+``TargetWarning``; ``XEKERN_TARGET`` overrides all of it.
+
 Example::
 
     >>> import xekern as xk
@@ -13,8 +18,10 @@ Example::
 """
 from __future__ import annotations
 
+import re
+import warnings
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from .ir import types as T
 from .ir.types import DType
@@ -118,6 +125,16 @@ class Target:
                 yield f"DPAS repeat count M is 1..8, got {sh.m} for {d}"
             if sh.k * _DPAS_BITS[d] != 256:  # systolic depth 8 x 32-bit (MLIR XeGPU uArch, HARDWARE.md)
                 yield f"DPAS K for {d} must be 256 bits of operand ({256 // _DPAS_BITS[d]}), got {sh.k}"
+            # tf32 DPAS came with Xe-HPC's 16-wide DPAS: compute-runtime exposes
+            # cl_intel_subgroup_matrix_multiply_accumulate_tf32 from Xe-HPC on only
+            # (compiler_product_helper_before_xe_hpc.inl); for arl-h IGC 2.40 leaves its builtin unresolved
+            if d == "tf32" and sh.n != 16:
+                yield f"tf32 DPAS exists only 16 wide (Xe-HPC and later), not with N = {sh.n}"
+        if self.block2d and self.sg_size != 16:
+            # the 2D block messages came with Xe-HPC too (cl_intel_subgroup_2d_block_io from Xe-HPC on,
+            # compiler_product_helper_xe_hpc_and_later.inl; IGC 2.40 rejects SPV_INTEL_2d_block_io for
+            # arl-h and mtl-h: SPIRVExtensions.td), and xekern's block tables are for 16-wide sub-groups
+            yield f"2D block IO is for 16-wide sub-groups of Xe-HPC and later, not sub-group {self.sg_size}"
         for b in self.block2d:
             if b.max_width * b.ebytes > 64 or b.max_width_x_array * b.ebytes > 64:
                 yield f"2D block rows are at most 64 bytes (HARDWARE.md), {b.ebytes}-byte row is wider"
@@ -200,7 +217,7 @@ BMG = Target(
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
     max_workgroup_size=1024, named_barriers=32, xe_cores=20, kind="gpu", ocloc_device="bmg",
     iga_platform="xe2", peak_tflops_bf16=116.7, private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
-    device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "lunar lake", "bmg"),
+    device_names=("b580", "b570", "battlemage", "arc(tm) b", "arc b", "bmg"),
     # Xe2 keeps Xe-HPC's DPAS (N=16) and 2D block tables (MLIR XeGPU uArch Xe2 table); 20 Xe2 cores and
     # 116.7 TFLOP/s bf16: Intel Arc B580 specification (HARDWARE.md)
     notes="20 Xe2 cores, 456 GB/s; needs a driver newer than Debian 12's IGC 12504")
@@ -214,6 +231,105 @@ DG2 = Target(
     # SIMD8 DPAS and no tf32 (measured with IGC 12504, HARDWARE.md); 64 KiB SLM and 32 Xe cores (A770):
     # Intel Arc A-series specification; named barriers are emulated by the driver (HARDWARE.md)
     notes="8-wide DPAS, no 2D block IO (1D block reads / gathers instead), named barriers emulated")
+
+# The records below were checked against the current offline compiler (ocloc 26.27 / IGC 2.40, see
+# tests/test_targets_isa.py): vector add, tensor-descriptor copy and, where there is DPAS, a dot.
+# Sources named "compute-runtime" are intel/compute-runtime (e37c60b, 2026-08): device_ids_configs_<x>.h,
+# release_helpers/caps/caps_<release>.h (dotProductAccumulateSystolicSupported),
+# compiler_product_helper_{before_xe_hpc,xe_hpc_and_later}.inl (which cl_intel_* extensions a part
+# has), hw_info_<x>.cpp (maxProgrammableSlmSize, KiB per workgroup), gfx_core_helper_<core>.cpp
+# (sub-group sizes), release_helper_<x>.cpp (GRF counts) and device_caps.cpp (largest workgroup:
+# threads per Xe core x the smallest SIMD, rounded down to a power of 2, at most 1024). "IGC" is
+# intel/intel-graphics-compiler (98fff71, 2026-08): NamedBarriersResolution.cpp (hardware named
+# barriers: Xe-HPC, Xe2, Xe3), Platform.hpp (supportDpasInstruction, hasExecSize16DPAS,
+# supportLargeGRF, supportsVRT), AdaptorOCL/.../SPIRVExtensions.td (SPIR-V extensions per platform).
+
+MAX1100 = Target(
+    name="max1100", arch="Xe-HPC, one stack (Data Center GPU Max 1100)", sg_size=16,
+    sub_group_sizes=(16, 32), dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256),
+    slm_bytes=128 * 1024, max_workgroup_size=1024, named_barriers=32, kind="gpu",
+    # 56 Xe cores, 48 GB HBM2e: Intel's Max 1100 specifications (intel.com sku 232876); the same IP
+    # as pvc (12.60), so only its PCI device id tells it apart (ARCHITECTURES); all else is pvc's
+    xe_cores=56, ocloc_device="pvc", iga_platform="12p72",
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    device_names=("data center gpu max 1100",),
+    notes="one stack of 56 Xe cores; peak bf16 not set (Intel's figure was not at hand)")
+
+LNL = Target(
+    name="lnl", arch="Xe2-LPG (Lunar Lake, Arc 140V / 130V)", sg_size=16,
+    sub_group_sizes=(16, 32),               # compute-runtime gfx_core_helper_xe2_hpg_core.cpp
+    dpas=_dpas16(),                         # Xe2 DPAS as bmg (caps_xe2_hpg.h CapsLnl; tf32: xe_hpc_and_later)
+    block2d=_PVC_BLOCK2D,                   # Xe2 2D block tables (MLIR XeGPU uArch IntelGpuXe2.h)
+    grf_bytes=64, grf_modes=(128, 256),     # xe2_hpg_core GRF is 16 dwords; release helper {128, 256}
+    slm_bytes=128 * 1024,                   # compute-runtime hw_info_lnl.cpp maxProgrammableSlmSize 128
+    max_workgroup_size=1024,                # device_caps.cpp: 8 XVE x 8 threads x SIMD16
+    named_barriers=32,                      # IGC NamedBarrierHWSupport: IGFX_XE2_HPG_CORE
+    xe_cores=8,                             # Arc 140V: 8 Xe2 cores (Arc 130V: 7), Intel Core Ultra 200V
+    kind="gpu", ocloc_device="lnl-m",       # ocloc 26.27 `ocloc ids lnl-m`: 20.4.4
+    iga_platform="xe2",                     # iga64 -h=p: "2 for xe2/lnl"
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    device_names=("arc(tm) 140v", "arc(tm) 130v", "arc 140v", "arc 130v", "lunar lake"),
+    notes="integrated; Intel quotes 67 GPU TOPS (int8) for Arc 140V; no bf16 figure published")
+
+ARL = Target(
+    name="arl", arch="Xe-LPG+ (Arrow Lake H, Arc 140T / 130T)", sg_size=8,
+    sub_group_sizes=(8, 16, 32),            # compute-runtime gfx_core_helper_base.inl (Xe-HPG core)
+    # XMX: caps_xe_lpg.h CapsArlH dotProductAccumulateSystolicSupported; 8 wide (IGC hasExecSize16DPAS is
+    # Xe-HPC on; IGC 2.40 writes dpas (8|M0) for arl-h); no tf32 (before_xe_hpc: no _tf32 extension)
+    dpas=_dpas8(),
+    block2d=(),                             # no cl_intel_subgroup_2d_block_io before Xe-HPC (nor SPIR-V op)
+    grf_bytes=32, grf_modes=(128, 256),     # xe_hpg_core GRF is 8 dwords; release helper {128, 256};
+                                            # IGC supportLargeGRF; ocloc -ze-opt-large-register-file gives 256
+    slm_bytes=64 * 1024,                    # compute-runtime hw_info_arl.cpp maxProgrammableSlmSize 64
+    max_workgroup_size=1024,                # device_caps.cpp: 16 XVE x 8 threads x SIMD8
+    named_barriers=0,                       # IGC NamedBarrierHWSupport: not Xe-HPG (emulated, 8)
+    xe_cores=8,                             # Arc 140T: 8 Xe cores with XMX (130T: 7), Core Ultra 200H
+    kind="gpu", ocloc_device="arl-h",       # `ocloc ids arl-h`: 12.74.4
+    iga_platform="12p71",                   # iga64 -h=p: "12p71 for xehpg" (Xe-LPG is that ISA)
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    device_names=("arc(tm) 140t", "arc(tm) 130t", "arc 140t", "arc 130t"),
+    notes="integrated; Intel quotes 77 GPU TOPS (int8) for Core Ultra 200H; ARL-S/U/HX graphics is mtl")
+
+MTL = Target(
+    name="mtl", arch="Xe-LPG (Meteor Lake, Arrow Lake S/U), no XMX", sg_size=8,
+    sub_group_sizes=(8, 16, 32),            # compute-runtime gfx_core_helper_base.inl (Xe-HPG core)
+    # no XMX: caps_xe_lpg.h CapsMtlU / CapsMtlH leave dotProductAccumulateSystolicSupported off and
+    # compiler_release_helper_mtl_{u,h}.cpp turn cl_intel_subgroup_matrix_multiply_accumulate off;
+    # IGC supportDpasInstruction excludes METEORLAKE and ARL-S. (IGC 2.40 still writes dpas for
+    # mtl-h / arl-s if asked: the ISA cannot be the judge here, the record is.)
+    dpas={},
+    block2d=(),                             # no cl_intel_subgroup_2d_block_io before Xe-HPC
+    grf_bytes=32, grf_modes=(128, 256),     # as arl (release helper {128, 256}, IGC supportLargeGRF)
+    slm_bytes=64 * 1024,                    # compute-runtime hw_info_mtl.cpp maxProgrammableSlmSize 64
+    max_workgroup_size=1024,                # device_caps.cpp: 16 XVE x 8 threads x SIMD8
+    named_barriers=0,                       # IGC NamedBarrierHWSupport: not Xe-HPG
+    xe_cores=8,                             # Meteor Lake H: up to 8 Xe cores; Arrow Lake S/HX and U: 4
+    kind="gpu", ocloc_device="mtl-h",       # `ocloc ids`: mtl-h 12.71.4; mtl-u, arl-s, arl-u 12.70.4
+    iga_platform="12p71",
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    device_names=("meteor lake",),
+    notes="integrated; no DPAS (xl.dot is a compile error), no 2D block IO, named barriers emulated")
+
+PTL = Target(
+    name="ptl", arch="Xe3-LPG (Panther Lake, Arc B390 / B370)", sg_size=16,
+    sub_group_sizes=(16, 32),               # compute-runtime gfx_core_helper_xe3_core.cpp
+    # caps_xe3.h dotProductAccumulateSystolicSupported; tf32 (xe_hpc_and_later); no fp8 DPAS before
+    # Xe3P (IGC hasFP8Dpas); shapes as Xe2
+    dpas=_dpas16(),
+    block2d=_PVC_BLOCK2D,                   # as Xe2: IGC's wider 2D block forms start at Xe3P (Platform.hpp)
+    # GRF 16 dwords (xe3_core); Xe3 has variable register counts 32..256 in steps of 32 (release_helper_
+    # ptl_h.cpp {32, 64, 96, 128, 160, 192, 256}; IGC supportsVRT), which IGC picks itself without a
+    # GRF option (it chose 32..96 for small kernels); xekern asks for 128 or 256, which ocloc honours
+    grf_bytes=64, grf_modes=(128, 256),
+    slm_bytes=128 * 1024,                   # compute-runtime hw_info_ptl.cpp maxProgrammableSlmSize 128
+    max_workgroup_size=1024,                # device_caps.cpp: 8 XVE x 10 threads x SIMD16 = 1280 -> 1024
+    named_barriers=32,                      # IGC NamedBarrierHWSupport: IGFX_XE3_CORE
+    xe_cores=12,                            # Arc B390: 12 Xe3 cores (Intel, Core Ultra series 3); 4-Xe parts
+    kind="gpu", ocloc_device="ptl-h",       # `ocloc ids ptl-h`: 30.0.4
+    iga_platform="xe3",                     # iga64 -h=p: "3 for xe3/ptl"
+    private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
+    device_names=("arc(tm) b390", "arc(tm) b370", "arc b390", "arc b370", "panther lake"),
+    notes="integrated; Intel quotes 120 GPU TOPS (int8) for the 12-Xe part; variable GRF (VRT)")
 
 CPU = Target(
     name="cpu", arch="Intel OpenCL CPU device, 16-wide GPU model", sg_size=16,
@@ -229,37 +345,193 @@ CPU8 = Target(
     private_bytes=DG2.private_bytes,
     notes="runs DG2's lane-level code (8-wide DPAS emulated; no 2D block IO, like DG2)")
 
-TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, BMG, DG2, CPU, CPU8)}
+TARGETS: Dict[str, Target] = {t.name: t for t in (PVC, MAX1100, BMG, LNL, PTL, DG2, ARL, MTL, CPU, CPU8)}
 
 
-def register_target(t: Target, replace: bool = False) -> Target:
+# ---- which record a device is ---------------------------------------------------------------------
+
+class TargetWarning(UserWarning):
+    """A GPU xekern has no record for was given the record of the nearest older family it knows."""
+
+
+class IpVersion(NamedTuple):
+    """A GPU's graphics IP version (GMD id) as Level Zero's ``ze_device_ip_version_ext_t`` and OpenCL's
+    ``CL_DEVICE_IP_VERSION_INTEL`` report it: one uint32 of architecture (bits 31..22), release
+    (21..14) and revision (5..0) (compute-runtime's ``HardwareIpVersion``; ``ocloc ids`` prints them
+    as ``20.4.4``; DG1's ``12.10.0`` is 50495488, ocloc's own example).
+
+        >>> IpVersion.decode(0x05010004), str(IpVersion.decode(0x05010004))
+        (IpVersion(arch=20, release=4, revision=4), '20.4.4')
+    """
+
+    arch: int
+    release: int
+    revision: int
+
+    @classmethod
+    def decode(cls, raw: int) -> "IpVersion":
+        return cls((raw >> 22) & 0x3FF, (raw >> 14) & 0xFF, raw & 0x3F)
+
+    @classmethod
+    def of(cls, value) -> Optional["IpVersion"]:
+        """An ``IpVersion`` from the raw uint32, a ``(arch, release, revision)`` tuple or ``"20.4.4"``;
+        None for None or 0 (a driver that does not report one)."""
+        if value is None or value == 0:
+            return None
+        if isinstance(value, str):
+            value = tuple(int(x) for x in value.split("."))
+        if isinstance(value, int):
+            return cls.decode(value)
+        return cls(*(tuple(value) + (0, 0))[:3])
+
+    def __str__(self) -> str:
+        return f"{self.arch}.{self.release}.{self.revision}"
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One row of the architecture table: which record serves the GPUs of some IP releases (every
+    revision of each ``(arch, release)``) and of some PCI device ids."""
+
+    target: str
+    parts: str
+    releases: Tuple[Tuple[int, int], ...]
+    device_ids: Tuple[int, ...] = ()
+    source: str = ""
+
+
+# IP releases: ocloc 26.27's `ocloc ids <device>` (compute-runtime's AOT table) and intel/llvm's
+# sycl/source/detail/device_impl.cpp (get_architecture: IP version -> intel_gpu_*); device ids:
+# compute-runtime device_ids_configs_<x>.h and dll/devices/devices_base.inl (2026-08). GPUs of a
+# release in no row (PVC-VG 12.61, Wildcat Lake 30.3, Nova Lake 30.4/30.5/35.10, Crescent Island
+# 35.11) get the nearest older row's record with a TargetWarning; Xe-LP (12.0-12.10) and older
+# match no row: xekern has no record for them.
+ARCHITECTURES: List[Architecture] = [
+    Architecture("dg2", "Arc A-series, Data Center GPU Flex (DG2 G10/G11/G12)", ((12, 55), (12, 56), (12, 57)),
+                 (0x4F80, 0x4F81, 0x4F82, 0x4F83, 0x4F84, 0x4F85, 0x4F86, 0x4F87, 0x4F88, 0x5690, 0x5691,
+                  0x5692, 0x5693, 0x5694, 0x5695, 0x5696, 0x5697, 0x56A0, 0x56A1, 0x56A2, 0x56A3, 0x56A4,
+                  0x56A5, 0x56A6, 0x56AF, 0x56B0, 0x56B1, 0x56B2, 0x56B3, 0x56BA, 0x56BB, 0x56BC, 0x56BD,
+                  0x56BE, 0x56BF, 0x56C0, 0x56C1, 0x56C2),
+                 "compute-runtime xe_hpg_core/dg2/device_ids_configs_dg2.h; ocloc ids dg2-g10/g11/g12"),
+    Architecture("pvc", "Data Center GPU Max 1550 / 1450 / 1350 (Ponte Vecchio)", ((12, 60),),
+                 (0x0BD0, 0x0BD5, 0x0BD6, 0x0BD7, 0x0BD8, 0x0B69),
+                 # (0x0B6E, "Max 1100C" in devices_base.inl, is left to the IP release: its Xe-core
+                 # count was not found, so it is neither claimed for pvc nor for max1100)
+                 "compute-runtime xe_hpc_core/pvc/device_ids_configs_pvc.h; ocloc ids pvc: 12.60.x"),
+    Architecture("max1100", "Data Center GPU Max 1100 (one stack)", (),
+                 (0x0BD9, 0x0BDA, 0x0BDB),
+                 "compute-runtime dll/devices/devices_base.inl names these three 'Max 1100'"),
+    Architecture("mtl", "Meteor Lake U/H, Arrow Lake S/HX and U graphics (Xe-LPG, no XMX)", ((12, 70), (12, 71)),
+                 (0x7D40, 0x7D45, 0x7D55, 0x7DD5, 0x7D67, 0x7D41),
+                 "compute-runtime xe_hpg_core/xe_lpg/device_ids_configs_xe_lpg.h (mtlm, mtlp); ocloc ids "
+                 "mtl-u, arl-s, arl-u: 12.70.4, mtl-h: 12.71.4"),
+    Architecture("arl", "Arrow Lake H graphics (Xe-LPG+, with XMX)", ((12, 74),), (0x7D51, 0x7DD1),
+                 "compute-runtime xe_lpg/device_ids_configs_xe_lpg_additional.inl (arl); ocloc ids arl-h: 12.74.4"),
+    Architecture("bmg", "Arc B-series, Arc Pro B-series (Battlemage G21/G31)", ((20, 1), (20, 2)),
+                 (0xE202, 0xE209, 0xE20B, 0xE20C, 0xE20D, 0xE210, 0xE211, 0xE212, 0xE215, 0xE216, 0xE220,
+                  0xE221, 0xE222, 0xE223),
+                 "compute-runtime xe2_hpg_core/bmg/definitions/device_ids_configs_bmg.h; ocloc ids bmg-g21, bmg-g31"),
+    Architecture("lnl", "Lunar Lake graphics (Core Ultra 200V)", ((20, 4),), (0x6420, 0x64A0, 0x64B0),
+                 "compute-runtime xe2_hpg_core/lnl/device_ids_configs_lnl.h; ocloc ids lnl-m: 20.4.4"),
+    Architecture("ptl", "Panther Lake H/U graphics (Core Ultra series 3)", ((30, 0), (30, 1)),
+                 (0xB080, 0xB081, 0xB082, 0xB083, 0xB084, 0xB085, 0xB086, 0xB087, 0xB08F, 0xB0A0, 0xB0B0,
+                  0xB090),
+                 "compute-runtime xe3_core/ptl/definitions/device_ids_configs_ptl.h; ocloc ids ptl-h: 30.0.4, "
+                 "ptl-u: 30.1.0"),
+]
+
+# unnamed devices are "Intel(R) Graphics [0x7d55]" (compute-runtime device_get_device_name.cpp)
+_NAME_DEVICE_ID = re.compile(r"\[0x([0-9a-fA-F]{4})\]")
+
+
+def register_target(t: Target, replace: bool = False, releases: Tuple[Tuple[int, int], ...] = (),
+                    device_ids: Tuple[int, ...] = ()) -> Target:
     """Add a record to ``TARGETS`` (``xk.targets``): a new GPU is one record. It checked itself when
-    it was built; ``target_for`` picks it for devices whose name contains one of its ``device_names``.
+    it was built; ``target_for`` picks it for devices of the IP ``releases`` (``(arch, release)``
+    pairs, every revision) and PCI ``device_ids`` given here (a row of ``ARCHITECTURES``), or whose
+    name contains one of its ``device_names``.
 
         >>> import dataclasses, xekern as xk
-        >>> t = xk.register_target(dataclasses.replace(xk.targets["pvc"], name="max1100", xe_cores=56,
-        ...                                            device_names=("gpu max 1100",)))   # doctest: +SKIP
+        >>> t = xk.register_target(dataclasses.replace(xk.targets["bmg"], name="bmg-g31", xe_cores=32),
+        ...                        releases=((20, 2),), device_ids=(0xE220,))   # doctest: +SKIP
     """
     if not isinstance(t, Target):
         raise TypeError(f"register_target takes a Target record, got {type(t).__name__}")
     if t.name in TARGETS and not replace:
         raise TargetError(f"target {t.name!r} already exists (pass replace=True to replace it)")
     TARGETS[t.name] = t
+    if releases or device_ids:
+        # first in the table: a registered row wins over a built-in one for the same release or id
+        ARCHITECTURES.insert(0, Architecture(t.name, t.arch, tuple(releases), tuple(device_ids), "register_target"))
     return t
 
 
-def match_device(name: str, is_cpu: bool, sub_group_sizes: Tuple[int, ...] = ()) -> Optional[Target]:
-    """The record of a device described by its driver name (``device_names``, the most specific match
-    first), or None. The CPU device is ``cpu``; an unknown GPU with only 8-wide sub-groups is ``dg2``."""
+@dataclass(frozen=True)
+class Match:
+    """How a device was matched: its record (None: none), by what, and the warning it deserves."""
+
+    target: Optional[Target]
+    how: str          # "cpu", "device id", "ip version", "nearest older", "name", "sub-group sizes", "none"
+    warning: str = ""
+
+
+def _gpu_rows():
+    return [r for r in ARCHITECTURES if r.target in TARGETS and TARGETS[r.target].kind == "gpu"]
+
+
+def identify(name: str, is_cpu: bool, sub_group_sizes: Tuple[int, ...] = (), ip_version=None,
+             device_id: Optional[int] = None) -> Match:
+    """Which record serves a device, from what its driver says about it: the PCI ``device_id`` (also
+    read from names like ``Intel(R) Graphics [0x7d55]``), else the IP version (``IpVersion.of``), else
+    the name (``device_names``, the longest piece found wins), else 8-wide-only sub-groups (``dg2``).
+    A GPU whose IP release is in no row gets the nearest older row's record, with a warning."""
     if is_cpu:
-        return TARGETS["cpu"]
+        return Match(TARGETS["cpu"], "cpu")
+    ip = IpVersion.of(ip_version)
+    if device_id is None:
+        m = _NAME_DEVICE_ID.search(name or "")
+        device_id = int(m.group(1), 16) if m else None
+    rows = _gpu_rows()
+    if device_id is not None:
+        for r in rows:
+            if device_id in r.device_ids:
+                return Match(TARGETS[r.target], "device id")
+    if ip is not None:
+        release = (ip.arch, ip.release)
+        for r in rows:
+            if release in r.releases:
+                return Match(TARGETS[r.target], "ip version")
+        older = [(rel, r) for r in rows for rel in r.releases if rel < release]
+        if older:
+            t = TARGETS[max(older, key=lambda o: o[0])[1].target]
+            ident = f"IP version {ip}" + (f", PCI device id 0x{device_id:04x}" if device_id is not None else "")
+            gpus = ", ".join(n for n, x in TARGETS.items() if x.kind == "gpu")
+            return Match(t, "nearest older", (
+                f"xekern has no target record for the Intel GPU {name!r} ({ident}); it compiles for "
+                f"{t.name!r} ({t.arch}), the nearest older family it knows, which may lack features this "
+                f"GPU has or claim ones it lacks. Set XEKERN_TARGET to one of {gpus} to choose the record "
+                f"(or pass target= to the launch)."))
     n = (name or "").lower()
     hits = [(len(k), t) for t in TARGETS.values() if t.kind == "gpu" for k in t.device_names if k in n]
     if hits:
-        return max(hits, key=lambda h: h[0])[1]
+        return Match(max(hits, key=lambda h: h[0])[1], "name")
     if 8 in sub_group_sizes and 16 not in sub_group_sizes:
-        return TARGETS["dg2"]
-    return None
+        return Match(TARGETS["dg2"], "sub-group sizes")
+    return Match(None, "none")
+
+
+def match_device(name: str, is_cpu: bool, sub_group_sizes: Tuple[int, ...] = (), ip_version=None,
+                 device_id: Optional[int] = None) -> Optional[Target]:
+    """The record of a device (``identify``), or None; warns (``TargetWarning``) when a GPU gets the
+    record of the nearest older family.
+
+        >>> match_device("Intel(R) Arc(TM) Graphics", False, (16, 32), ip_version="20.4.4").name
+        'lnl'
+    """
+    m = identify(name, is_cpu, sub_group_sizes, ip_version, device_id)
+    if m.warning:
+        warnings.warn(m.warning, TargetWarning, stacklevel=2)
+    return m.target
 
 
 def get_target(name: str) -> Target:

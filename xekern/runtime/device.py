@@ -17,6 +17,8 @@ from typing import Dict, List, Optional
 from .. import knobs
 from ..errors import LaunchError
 from ..targets import TARGETS, Target, match_device
+from . import device_arch as _arch
+from .device_arch import DeviceArch
 
 _lock = threading.Lock()
 _dpctl = None
@@ -132,18 +134,33 @@ def synchronize() -> None:
         q.wait()
 
 
+def architecture(device=None) -> DeviceArch:
+    """What the driver says a device is (IP version, PCI device id; ``runtime/device_arch.py``);
+    nothing is asked of a CPU device."""
+    d = as_device(device)
+    return DeviceArch(None, None, "cpu device") if d.is_cpu else _arch.query(d)
+
+
 def target_for(device=None) -> Target:
-    """The target record of a dpctl device (``XEKERN_TARGET`` overrides)."""
+    """The target record of a dpctl device (``XEKERN_TARGET`` overrides): chosen by the GPU's
+    architecture as its driver reports it, by its name when the driver does not say
+    (``targets.identify``); a GPU of an unknown IP release gets the nearest older family's record
+    with a ``TargetWarning``."""
     name = knobs.target()
     if name:
         if name not in TARGETS:
             raise LaunchError(f"XEKERN_TARGET={name!r} is not a target; known: {', '.join(TARGETS)}")
         return TARGETS[name]
     d = as_device(device)
-    t = match_device(d.name, d.is_cpu, tuple(d.sub_group_sizes or ()))
+    arch = architecture(d)
+    t = match_device(d.name, d.is_cpu, tuple(d.sub_group_sizes or ()), ip_version=arch.ip_version,
+                     device_id=arch.device_id)
     if t is not None:
         return t
-    raise LaunchError(f"xekern has no target record for device {d.name!r}; set XEKERN_TARGET to the "
+    seen = ", ".join(x for x in (f"IP version {arch.ip}" if arch.ip else "",
+                                 f"PCI device id 0x{arch.device_id:04x}" if arch.device_id else "") if x)
+    raise LaunchError(f"xekern has no target record for device {d.name!r} ({seen or arch.source}); "
+                      f"set XEKERN_TARGET to the "
                       f"closest of {', '.join(t for t in TARGETS if TARGETS[t].kind == 'gpu')}")
 
 
@@ -192,7 +209,9 @@ def device_properties(device=None) -> dict:
 
     ``multiprocessor_count`` is the device's compute units as the driver reports them (Xe cores
     on a GPU, hardware threads on the OpenCL CPU device); ``max_shared_mem`` the shared local
-    memory per workgroup; ``target`` the xekern target record the device maps to (None if none).
+    memory per workgroup; ``target`` the xekern target record the device maps to (None if none),
+    chosen by ``ip_version`` and ``device_id``, the GPU's architecture as its driver reports it
+    (None when it does not say).
     """
     d = as_device(device)
     try:
@@ -200,8 +219,11 @@ def device_properties(device=None) -> dict:
     except LaunchError:
         t = None
     sizes = sorted(int(s) for s in (d.sub_group_sizes or ()))
+    arch = architecture(d)
     return {
         "name": d.name,
+        "ip_version": str(arch.ip) if arch.ip else None,   # GPU IP version, e.g. "20.4.4" (None: not reported)
+        "device_id": arch.device_id,                        # PCI device id (None: not reported)
         "backend": str(d.backend).split(".")[-1],
         "device_type": str(d.device_type).split(".")[-1],
         "driver": d.driver_version,
@@ -227,7 +249,9 @@ def describe_devices() -> List[dict]:
             t = target_for(d).name
         except LaunchError:
             t = None
+        arch = architecture(d)
         out.append(dict(filter=d.filter_string, name=d.name, backend=str(d.backend).split(".")[-1],
+                        ip_version=str(arch.ip) if arch.ip else None, device_id=arch.device_id,
                         type=str(d.device_type).split(".")[-1], driver=d.driver_version,
                         sub_group_sizes=list(d.sub_group_sizes or ()), max_work_group_size=d.max_work_group_size,
                         local_mem_size=d.local_mem_size, target=t))

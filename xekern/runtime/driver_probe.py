@@ -76,6 +76,9 @@ def driver_for(device, target: Target) -> Driver:
             raise LaunchError(f"XEKERN_DRIVER={forced!r} is not a GPU driver; known: "
                               f"{', '.join(n for n, d in DRIVERS.items() if d.kind == 'gpu')}")
         return DRIVERS[forced]
+    from ..lowering import emitters
+    if emitters.unavailable("spirv-ext", target, DRIVERS["igc2"]) is not None:
+        return DRIVERS["igc2"]  # no choice depends on the answer there (the builtins serve every IGC)
     key = _key(device)
     hit = _known.get(key)
     if hit is not None:
@@ -95,8 +98,9 @@ def probe_spirv(target: Target) -> bytes:
     emitter writes it (``SPV_INTEL_2d_block_io`` and ``SPV_INTEL_subgroup_matrix_multiply_accumulate``
     where the target has 2D block IO and DPAS)."""
     from .. import language as xl
+    from ..ir.types import PointerType as pointer
     from ..lowering import emitters
-    from .jit import JITFunction, pointer
+    from .jit import JITFunction
 
     def driver_probe(a_ptr, b_ptr, c_ptr):
         a = xl.make_tensor_descriptor(a_ptr, shape=(8, 16), strides=(16, 1), block_shape=(8, 16))
