@@ -1,5 +1,4 @@
 """Every foundation kernel compiles for every target, and each module passes spirv-val."""
-import shutil
 import subprocess
 
 import pytest
@@ -7,6 +6,7 @@ import pytest
 import xekern as xk
 import xekern.language as xl
 from conftest import CPU_TARGETS, GPU_TARGETS
+from xekern.tools import toolchain
 from kernels import (add_kernel, call_kernel, collatz_steps, int_ops_kernel, layer_norm_fwd, masked_rows_kernel,
                      softmax_kernel)
 
@@ -37,9 +37,9 @@ def test_spirv_validates(tmp_path, name, target):
     assert c.spirv[:4] == b"\x03\x02\x23\x07", "not a SPIR-V module"
     path = tmp_path / "k.spv"
     path.write_bytes(c.spirv)
-    tool = shutil.which("spirv-val")
-    assert tool, "spirv-val is missing: CI installs spirv-tools"
-    r = subprocess.run([tool, str(path)], capture_output=True, text=True)
+    tool = toolchain.spirv_tool("spirv-val")
+    assert tool, f"spirv-val is missing: {toolchain.INSTALL_COMMAND}"
+    r = subprocess.run(tool + [str(path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     sg = 8 if target in ("cpu8", "dg2") else 16
     assert f"SubgroupSize {sg}" in c.asm["spirv"] or f"SubgroupSize {sg}" in c.asm["spirv"].replace("\n", " ")

@@ -32,7 +32,7 @@ from xekern import knobs
 from xekern.errors import XekernError
 from xekern.ir import types as T
 
-STAGES = ("xegpu", "slm-transpose", "layout", "sg", "inst", "lane", "emitter", "llir", "llir_unoptimized", "spirv")
+STAGES = ("xegpu", "surface-rules", "slm-transpose", "layout", "sg", "inst", "lane", "emitter", "llir", "llir_unoptimized", "spirv")
 EMITS = STAGES + ("isa", "spv")
 
 

@@ -63,6 +63,25 @@ class Block2D:
     vnni: bool              # VNNI-packed loads (d16v / d8v)
 
 
+@dataclass(frozen=True)
+class Block2DSurface:
+    """What a 2D block message's surface must be (bytes): its base address aligned to
+    ``base_align``, its width at least ``min_width`` and a multiple of ``width_align``, its pitch
+    at least ``min_pitch`` and a multiple of ``pitch_align``. Outside them the result is undefined
+    (HARDWARE.md): ``lowering/surface_rules.py`` keeps every message inside them."""
+
+    base_align: int
+    min_width: int
+    width_align: int
+    min_pitch: int
+    pitch_align: int
+
+
+# Xe-HPC, Xe2 and Xe3 (HARDWARE.md; the MLIR XeGPU uArch's kXe2BlockIORestrictions, "as implemented by
+# the Intel Graphics Compiler", has the same alignments with 32-byte minimums: xekern keeps the 64 of
+# the hardware notes)
+XE2_SURFACE = Block2DSurface(base_align=64, min_width=64, width_align=4, min_pitch=64, pitch_align=16)
+
 _PVC_BLOCK2D = (
     Block2D(1, 64, 32, 4, 64, False, True),
     Block2D(2, 32, 32, 2, 32, False, True),
@@ -98,6 +117,8 @@ class Target:
     # share that scratch, so a kernel near the limit may still fail in the GPU compiler. CPU records
     # take the limit of the GPU they model, so what runs there also compiles for that GPU.
     private_bytes: int = 0
+    # the surfaces 2D block messages take (where ``block2d`` is not empty)
+    block2d_surface: Block2DSurface = XE2_SURFACE
 
     peak_tflops_bf16: Optional[float] = None
     # lower-case substrings of the driver's device name that identify this family (``target_for``)

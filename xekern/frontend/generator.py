@@ -872,15 +872,19 @@ class _TypeProto(base_value):
 
 def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     """Build the workgroup-level IR of kernel ``jit`` for ``signature`` (name -> IR type, or the
-    Python value of a constexpr parameter)."""
+    Python value of a constexpr parameter; ``signature[MULTIPLES]``: integer parameters known to be
+    multiples of a number, which become the function's ``multiple_of`` attribute)."""
     src: KernelSource = jit.source
     tree = src.tree
     arg_names = [a.arg for a in tree.args.args]
     runtime = [n for n in arg_names if not isinstance(signature.get(n), _ConstArg)]
     level = getattr(options, "level", "wg")
-    func = ir.FuncOp(src.name, [signature[n] for n in runtime], runtime,
-                     attrs={"num_subgroups": options.num_subgroups, "sg_size": options.target.sg_size,
-                            "target": options.target.name, "level": level},
+    attrs = {"num_subgroups": options.num_subgroups, "sg_size": options.target.sg_size,
+             "target": options.target.name, "level": level}
+    multiples = {n: m for n, m in (signature.get(MULTIPLES) or {}).items() if n in runtime and m > 1}
+    if multiples:  # what the specialization knows of integer arguments (ir.terms.known_multiple)
+        attrs["multiple_of"] = dict(sorted(multiples.items()))
+    func = ir.FuncOp(src.name, [signature[n] for n in runtime], runtime, attrs=attrs,
                      loc=Loc(src.file, src.start_line, 0, src.name))
     builder = ir.Builder(func.body)
     sem = Semantic(builder, options)
@@ -928,3 +932,6 @@ class _ConstArg:
 
 
 ConstArg = _ConstArg
+# the signature's entry naming what the launch's specialization knows: integer parameter -> a number it
+# is a multiple of (16, as Triton specializes; part of the kernel's cache key)
+MULTIPLES = "__multiple_of__"

@@ -67,6 +67,8 @@ def _sig_key(signature: Dict[str, object]) -> tuple:
     for name, v in signature.items():
         if isinstance(v, ConstArg):
             out.append((name, "constexpr", type(v.value), v.value))
+        elif isinstance(v, dict):  # (MULTIPLES: what the specialization knows of the integer arguments)
+            out.append((name, tuple(sorted(v.items()))))
         else:
             out.append((name, v))
     return tuple(out)

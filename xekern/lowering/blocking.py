@@ -10,15 +10,14 @@ Example: ``vector<32x64xf32, inst_data = [8, 16]>`` becomes 16 values ``vector<8
 """
 from __future__ import annotations
 
-import itertools
 from math import gcd, prod
 from typing import Optional
 
 from .. import ir
 from ..ir.layout import block_offsets
+from ..ir.terms import known_multiple
 from ..ir.types import TensorDescType, VectorType
 from .codegen import slm_read
-from .codegen.block_io import known_multiple
 from .codegen.memory import origin_multiple
 from .codegen.visa_dpas import PRECISION as VISA_PRECISION
 from .distribute import Split, Splitter

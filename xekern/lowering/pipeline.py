@@ -2,7 +2,8 @@
 
 ``compile_kernel`` runs them and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─slm-transpose─▶ slm-transpose ─propagate-layout─▶ layout ─wg-to-sg─▶ sg ─blocking─▶ inst
+    xegpu ─surface-rules─▶ surface-rules ─slm-transpose─▶ slm-transpose ─propagate-layout─▶ layout
+          ─wg-to-sg─▶ sg ─blocking─▶ inst
           ─sg-to-lane─▶ lane ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
 
 A subgroup-level kernel's frontend IR ("xegpu") is already at "sg" (it runs blocking and sg-to-lane), a
@@ -20,7 +21,7 @@ from ..errors import CompilationError
 from ..ir.core import IRError
 from ..targets import Target
 from ..frontend import compile_to_ir
-from . import blocking, propagate_layout, sg_to_lane, slm_transpose, wg_to_sg
+from . import blocking, propagate_layout, sg_to_lane, slm_transpose, surface_rules, wg_to_sg
 from .grf import choose_grf_mode
 from .spirv_asm import lower_asm_calls
 from . import emitters, llvm as llvm_stage
@@ -44,6 +45,9 @@ class Options:
     # how codegen reaches the hardware through the driver's compiler (lowering/emitters.py); None: the
     # best emitter for the target and the current compiler (emitters.default_driver)
     emitter: Optional[Emitter] = None
+    # the launch's answers to the kernel's surface checks (lowering/surface_rules.py, one bool per
+    # checked descriptor); None: all yes (a launch verifies them before it uses the kernel)
+    surfaces: Optional[Tuple[bool, ...]] = None
 
     def __post_init__(self):
         if self.emitter is None:
@@ -53,7 +57,7 @@ class Options:
     def key(self) -> tuple:
         """What distinguishes two compilations besides source and signature."""
         return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.emitter.key,
-                self.level)
+                self.level, self.surfaces)
 
     @property
     def sg_size(self) -> int:
@@ -70,6 +74,7 @@ LEVELS = ("wg", "sg", "inst", "lane")
 # The IR passes, in order: (stage name printed by kernel.asm, the level it consumes, pass entry point).
 # A function enters at its level and runs every pass from the first one that consumes that level.
 PASSES: List[Tuple[str, str, Callable]] = [
+    ("surface-rules", "lane", surface_rules.run),   # (every level: it marks descriptors, keeping the level)
     ("slm-transpose", "wg", slm_transpose.run),
     ("layout", "wg", propagate_layout.run),
     ("sg", "wg", wg_to_sg.run),
@@ -118,6 +123,7 @@ class Compiled:
     grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
     writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (runtime/writes.py)
     emitter: Optional[Emitter] = None  # how its code was emitted (lowering/emitters.py)
+    surfaces: list = field(default_factory=list)  # surface checks a launch answers (lowering/surface_rules.py)
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
@@ -227,6 +233,7 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     from ..runtime.extents import descriptor_extents
     from ..runtime.writes import written_params
     extents = descriptor_extents(func)  # before the passes rewrite the function
+    checks, _ = surface_rules.surface_checks(func, options.target)
     _drop_breakpoints(func)
     writes = written_params(func)
     if dump is not None:
@@ -259,4 +266,4 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     if dump is not None:
         dump("llir", asm["llir"])
     return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents, grf_mode, writes, options.emitter)
+                    extents, grf_mode, writes, options.emitter, checks)

@@ -29,26 +29,9 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from .. import ir
+from ..ir.terms import evaluate, term
 from ..errors import LaunchError
 from . import arrays
-
-
-def _term(v, args: Dict[int, str]):
-    """A JSON-able description of an index operand: ["const", v] or ["arg", name, wrap_bits]."""
-    bits = None
-    while True:
-        if id(v) in args:
-            return ["arg", args[id(v)], bits]
-        op = v.op
-        if isinstance(op, ir.ConstantOp) and isinstance(op.value, (int, np.integer)):
-            return ["const", int(op.value)]
-        name = getattr(op, "NAME", "")
-        if name == "arith.trunci":
-            w = v.type.bits
-            bits = w if bits is None else min(bits, w)
-        elif name != "arith.extsi":
-            return None
-        v = op.operands[0]
 
 
 def descriptor_extents(func) -> List[list]:
@@ -59,20 +42,13 @@ def descriptor_extents(func) -> List[list]:
         if not isinstance(op, ir.CreateNdTDescOp) or id(op.base) not in args:
             continue
         r = op.rank
-        terms = [_term(v, args) for v in op.operands[1:1 + 2 * r]]
+        terms = [term(v, args) for v in op.operands[1:1 + 2 * r]]
         if any(t is None for t in terms):
             continue
         loc = getattr(op, "loc", None)
         where = f"{loc.file}:{loc.line}" if loc is not None else "?"
         out.append([args[id(op.base)], terms[:r], terms[r:], where])
     return out
-
-
-def _wrap(v: int, bits: Optional[int]) -> int:
-    if bits is None:
-        return v
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
 
 
 def _declared_elements(v, name: str) -> Optional[int]:
@@ -95,11 +71,7 @@ def _declared_elements(v, name: str) -> Optional[int]:
 def check(kernel_name: str, extents, values: Dict[str, object]) -> None:
     """Raise LaunchError if a descriptor's shape and strides reach past its base argument."""
     for param, shape_t, stride_t, where in extents:
-        def ev(t):
-            if t[0] == "const":
-                return t[1]
-            x = values.get(t[1])
-            return None if x is None or isinstance(x, (float, bool)) else _wrap(int(x), t[2])
+        ev = lambda t: evaluate(t, values)  # noqa: E731
         shape = [ev(t) for t in shape_t]
         strides = [ev(t) for t in stride_t]
         if any(x is None for x in shape + strides) or any(s <= 0 for s in shape) or any(s < 0 for s in strides):

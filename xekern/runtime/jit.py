@@ -9,6 +9,7 @@ the compiled kernel with its ``asm``); NumPy arguments are copied in and out aro
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import inspect
 import os
@@ -22,15 +23,17 @@ import numpy as np
 
 from .. import __version__, knobs
 from ..errors import CompilationError, EmitterWarning, LaunchError
-from ..frontend.generator import ConstArg
+from ..frontend.generator import MULTIPLES, ConstArg
 from ..ir import types as T
 from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering import emitters
 from ..lowering.emitters import Driver
+from ..frontend.generator import compile_to_ir
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
+from ..lowering.surface_rules import surface_checks
 from ..targets import Target, get_target
-from . import arrays, device as dev, dlpack, driver_probe, extents, writes
+from . import arrays, device as dev, dlpack, driver_probe, extents, surfaces, writes
 from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
@@ -77,6 +80,7 @@ class CompiledKernel:
         self.slm_bytes = meta.get("slm_bytes", 0)
         self.grf_mode = meta.get("grf_mode")  # asked of the GPU driver at build (lowering/grf.py)
         self.extents = meta.get("extents") or ()  # descriptor shapes checked against buffers at launch
+        self.surfaces = meta.get("surfaces") or ()  # 2D block surface checks a launch answers (surfaces.py)
         self.writes = meta.get("writes") or {}  # parameters the kernel stores to: refused if read-only
         self._asm = asm
         self._rebuild = rebuild
@@ -158,7 +162,8 @@ class _NumpyCopy:
 
     def __init__(self, host: np.ndarray, queue):
         self.host = host
-        self.mem = dev.dpctl().memory.MemoryUSMDevice(max(host.nbytes, 1), queue=queue)
+        # 64-byte aligned, as 2D block messages want their base (runtime/surfaces.address counts on it)
+        self.mem = dev.dpctl().memory.MemoryUSMDevice(max(host.nbytes, 1), alignment=64, queue=queue)
         if host.nbytes:  # the bytes in memory order (C or Fortran): the kernel sees the array's own layout
             self.mem.copy_from_host(host.ravel(order="K").view(np.uint8))
 
@@ -555,14 +560,16 @@ class JITFunction:
     def signature(self, vals: list, runtime) -> Dict[str, Any]:
         """The IR signature for the compiler: runtime parameters' types and constexpr values."""
         irt = {r[1]: r[2] for r in runtime}
-        sig = {}
+        sig: Dict[str, Any] = {MULTIPLES: {}}
         for p in self.params:
+            v = vals[p.index]
             if p.is_constexpr:
-                v = vals[p.index]
                 v = v.value if isinstance(v, constexpr) else v
                 sig[p.name] = ConstArg(v.item() if isinstance(v, np.generic) else v)
             else:
                 sig[p.name] = irt[p.name]
+                if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(v) % 16 == 0:
+                    sig[MULTIPLES][p.name] = 16  # (the key's divisibility: _int_part)
         return sig
 
     def options(self, overrides: Dict[str, Any], target: Target, driver: Optional[Driver] = None) -> Options:
@@ -645,7 +652,8 @@ class JITFunction:
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
                 "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode,
-                "writes": c.writes, "emitter": options.emitter.name}
+                "writes": c.writes, "emitter": options.emitter.name, "surfaces": c.surfaces,
+                "surface_answers": list(options.surfaces) if options.surfaces is not None else None}
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
@@ -674,6 +682,8 @@ class JITFunction:
             ck = self.compiled(key, lambda: self.signature(values, runtime), options)
         elif ck is not self.last:  # repeated launches of one specialization skip the LRU bookkeeping
             self._touch(key)
+        if ck.surfaces:
+            ck = self._surface_variant(ck, key, values, runtime, options)
         self.last = ck
         while True:
             try:
@@ -682,7 +692,22 @@ class JITFunction:
                 options = self._fall_back(e, queue, target, options, overrides)
                 key, runtime = self.specialize(values, options)
                 ck = self.cache.get(key) or self.compiled(key, lambda: self.signature(values, runtime), options)
+                if ck.surfaces:
+                    ck = self._surface_variant(ck, key, values, runtime, options)
                 self.last = ck
+
+    def _surface_variant(self, ck: CompiledKernel, key, values: list, runtime, options: Options) -> CompiledKernel:
+        """``ck``, or the kernel compiled for this launch's answers to its 2D block surface checks
+        when one is no (``runtime/surfaces.py``): those descriptors go element by element."""
+        found = surfaces.answers(ck.surfaces, {name: values[i] for i, name, _, _ in runtime})
+        if all(found):
+            return ck
+        variant = (key, found)
+        hit = self.cache.get(variant)
+        if hit is not None:
+            return hit
+        return self.compiled(variant, lambda: self.signature(values, runtime),
+                             dataclasses.replace(options, surfaces=found))
 
     def _fall_back(self, error: LaunchError, queue, target: Target, options: Options,
                    overrides: Dict[str, Any]) -> Options:
@@ -760,7 +785,8 @@ class JITFunction:
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target, options = self.queue_options(queue, overrides)
         key, runtime = self.specialize(values, options)
-        self.last = self.compiled(key, lambda: self.signature(values, runtime), options)
+        ck = self.compiled(key, lambda: self.signature(values, runtime), options)
+        self.last = self._surface_variant(ck, key, values, runtime, options) if ck.surfaces else ck
         self.last.bind_launcher(self, key, overrides)
         return self.last
 
@@ -776,6 +802,13 @@ class JITFunction:
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target, options = self.queue_options(queue, overrides)
         got, runtime = self.specialize(values, options)
+        if got == key and ck.surfaces:
+            found = surfaces.answers(ck.surfaces, {name: values[i] for i, name, _, _ in runtime})
+            compiled_for = ck.meta.get("surface_answers")
+            if found != (tuple(compiled_for) if compiled_for is not None else tuple(True for _ in found)):
+                raise LaunchError(f"the compiled kernel '{self.__name__}' was specialized for arguments whose tensor "
+                                  f"surfaces take 2D block messages {compiled_for}, these give {found}; launch "
+                                  f"{self.__name__}[grid](...) to compile for these")
         if got != key:
             show = lambda p, part: repr(part[1] if p.is_constexpr else part)  # noqa: E731
             diff = [f"{p.name}: compiled for {show(p, want)}, got {show(p, have)}"
@@ -786,17 +819,29 @@ class JITFunction:
         return self._submit(ck, grid, values, runtime, queue)
 
     def compile_offline(self, signature: Dict[str, Any], target: str, num_subgroups: Optional[int] = None,
-                        compiler: Optional[str] = None, **opts) -> Compiled:
+                        compiler: Optional[str] = None, multiple_of: Optional[Dict[str, int]] = None,
+                        surfaces: Any = None, **opts) -> Compiled:
         """Compile for any target without a device. ``signature`` maps each parameter to an IR type
         (``xl.float32``, ``xk.pointer(xl.bfloat16)``) or, for constexprs, to its value. ``compiler``
         names the driver compiler the code is for (``current``, the default, or ``12504``: see
-        ``python -m xekern toolchain``), which decides the emitter unless ``emitter=`` names one."""
+        ``python -m xekern toolchain``), which decides the emitter unless ``emitter=`` names one.
+
+        What a launch would know of the arguments: ``multiple_of`` maps integer parameters to a
+        number they are multiples of (None: every integer parameter a multiple of 16, as a launch's
+        specialization finds for typical sizes; ``{}``: nothing); ``surfaces`` answers the kernel's
+        launch checks of 2D block surfaces (lowering/surface_rules.py: None or True, all hold;
+        False, none holds; or one bool per check)."""
         t = get_target(target)
         if compiler is not None and compiler not in emitters.OFFLINE:
             raise LaunchError(f"compiler={compiler!r}: the offline compilers are {', '.join(emitters.OFFLINE)}")
+        bad = [k for k in opts if k not in LAUNCH_OPTIONS or k in ("queue", "device")]
+        if bad:
+            raise LaunchError(f"compile_offline: unknown option(s) {', '.join(bad)}; options: "
+                              f"{', '.join(k for k in LAUNCH_OPTIONS if k not in ('queue', 'device'))}, compiler, "
+                              f"multiple_of, surfaces")
         driver = None if t.is_cpu or compiler is None else emitters.OFFLINE[compiler]
         options = self.options(dict(opts, num_subgroups=num_subgroups or self.num_subgroups), t, driver)
-        sig = {}
+        sig: Dict[str, Any] = {}
         for p in self.params:
             if p.name not in signature:
                 if p.has_default:
@@ -805,6 +850,16 @@ class JITFunction:
                 raise LaunchError(f"signature is missing parameter '{p.name}'")
             v = signature[p.name]
             sig[p.name] = ConstArg(v) if p.is_constexpr else v
+        if multiple_of is None:
+            multiple_of = {n: 16 for n, v in sig.items() if isinstance(v, T.DType) and v.is_int and not v.is_bool}
+        sig[MULTIPLES] = dict(multiple_of)
+        if surfaces is not None and surfaces is not True:
+            checks = surface_checks(compile_to_ir(self, sig, options), t)[0]
+            answers = tuple(bool(surfaces) for _ in checks) if isinstance(surfaces, bool) else tuple(surfaces)
+            if len(answers) != len(checks):
+                raise LaunchError(f"surfaces={surfaces!r}: kernel '{self.__name__}' has {len(checks)} surface "
+                                  f"checks")
+            options = dataclasses.replace(options, surfaces=answers)
         return compile_kernel(self, sig, options, dump=_dumper(self.__name__))
 
 

@@ -23,9 +23,42 @@ from .nd_elementwise import nd_origin
 from .ocl import I32, I64
 
 
-def block2d_enabled(cg: CodeGen) -> bool:
-    """Whether descriptors become 2D block messages: the emitter writes them and the target has them."""
-    return cg.emitter.block2d and cg.target.has_block2d
+def new_descriptor(cg: CodeGen, op: ir.CreateNdTDescOp) -> NdDesc:
+    """The descriptor ``op`` makes, in registers (its ``block_io`` mark from surface_rules)."""
+    i32 = lambda v: cg.to_i32(cg.get(v))  # noqa: E731
+    return NdDesc(cg.get(op.base), [i32(v) for v in op.shape], [i32(v) for v in op.strides],
+                  [i32(v) for v in op.offsets], op.result.type, bool(op.attrs.get("block_io")))
+
+
+def surface_holds(cg: CodeGen, d: NdDesc):
+    """An i1: whether ``d``'s surface obeys the target's 2D block rules as ``aligned_region`` uses
+    it (a base 4-byte aligned for 8- and 16-bit elements, a width of at least ``min_width`` bytes
+    and a multiple of ``width_align``, a 2-D pitch of at least ``min_pitch`` and a multiple of
+    ``pitch_align``): what lowering/surface_rules.py proved or the launch checked, evaluated here."""
+    b = cg.b
+    rules = cg.target.block2d_surface
+    eb = d.type.elem.itemsize
+    conds = []
+
+    def multiple(v, m):
+        return b.icmp_unsigned("==", b.and_(v, ll.Constant(v.type, m - 1)), ll.Constant(v.type, 0))
+    if eb < rules.width_align:
+        conds.append(multiple(b.ptrtoint(d.base, I64), rules.width_align))
+    width = b.mul(d.shape[-1], cg.i32(eb))
+    conds += [b.icmp_signed(">=", width, cg.i32(rules.min_width)), multiple(width, rules.width_align)]
+    if len(d.shape) == 2:
+        pitch = b.mul(d.strides[0], cg.i32(eb))
+        conds += [b.icmp_signed(">=", pitch, cg.i32(rules.min_pitch)), multiple(pitch, rules.pitch_align)]
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = b.and_(ok, c)
+    return ok
+
+
+def block2d_enabled(cg: CodeGen, d: NdDesc) -> bool:
+    """Whether descriptor ``d`` becomes 2D block messages: the emitter writes them, the target has
+    them, and its surface takes them (``block_io``: lowering/surface_rules.py)."""
+    return cg.emitter.block2d and cg.target.has_block2d and d.block_io
 
 
 def transpose32(t: DType, lay, shape, sg: int, narrow: bool = True):
@@ -98,13 +131,33 @@ def region(cg: CodeGen, d: NdDesc, origin: List) -> List:
     return [d.shape[1], d.shape[0], d.strides[0], origin[1], origin[0]]
 
 
-def surface(cg: CodeGen, d: NdDesc, origin: List):
-    """(base i64, width_bytes-1, height-1, pitch_bytes-1, x, y): IGC 12504's encoding of a region."""
+def aligned_region(cg: CodeGen, d: NdDesc, origin: List, msg_bytes: int = 0) -> List:
+    """(base i64, width bytes, height, pitch bytes, x, y) of a 2D block message whose elements are
+    ``msg_bytes`` wide (0: the descriptor's; 4 for a 32-bit transposed read), with the base aligned
+    down to the surface's ``base_align`` and x and the width moved by the difference: a base the
+    hardware takes, whatever the tensor's (lowering/surface_rules.py proved the difference whole
+    message elements). A 1-D descriptor is one row, whose pitch is chosen to satisfy the rules."""
     b = cg.b
     eb = d.type.elem.itemsize
+    rules = cg.target.block2d_surface
     width, height, pitch, x, y = region(cg, d, origin)
-    m1 = lambda v: b.sub(v, cg.i32(1))  # noqa: E731
-    return [b.ptrtoint(d.base, I64), m1(b.mul(width, cg.i32(eb))), m1(height), m1(b.mul(pitch, cg.i32(eb))), x, y]
+    base = b.ptrtoint(d.base, I64)
+    shift = b.trunc(b.and_(base, ll.Constant(I64, rules.base_align - 1)), I32)
+    base = b.and_(base, ll.Constant(I64, -rules.base_align))
+    width = b.add(b.mul(width, cg.i32(eb)), shift)
+    if len(d.shape) == 1:  # any pitch >= the width: the next multiple of base_align
+        pitch = b.and_(b.add(width, cg.i32(rules.base_align - 1)), cg.i32(-rules.base_align))
+    else:
+        pitch = b.mul(pitch, cg.i32(eb))
+    mb = msg_bytes or eb
+    return [base, width, height, pitch, b.add(x, b.udiv(shift, cg.i32(mb)) if mb > 1 else shift), y]
+
+
+def surface(cg: CodeGen, d: NdDesc, origin: List, msg_bytes: int = 0):
+    """(base i64, width_bytes-1, height-1, pitch_bytes-1, x, y): IGC's encoding of ``aligned_region``."""
+    base, width, height, pitch, x, y = aligned_region(cg, d, origin, msg_bytes)
+    m1 = lambda v: cg.b.sub(v, cg.i32(1))  # noqa: E731
+    return [base, m1(width), m1(height), m1(pitch), x, y]
 
 
 def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=None, make_vec=None) -> VecSlots:

@@ -5,7 +5,7 @@ lane ``l`` getting element ``l`` of each row. Used where a tile's slots are exac
     intel_sub_group_block_read_us4(const __local ushort *p)   ->  slot s of lane l = p[s * sg + l]
 
 A plan is found in Python from the layout (every lane's slot offsets), so legality is decided at
-compile time; the origin's alignment is proven from the IR (``known_multiple``) or the access
+compile time; the origin's alignment is proven from the IR (``ir.terms.known_multiple``) or the access
 stays element-wise. HARDWARE.md lists the spellings IGC 12504 maps to ``load.slm`` / ``store.slm``
 / ``load.ugm`` block messages.
 """
@@ -16,7 +16,6 @@ from typing import List, Optional, Sequence, Tuple
 
 from llvmlite import ir as ll
 
-from ... import ir
 from ...ir.layout import lane_base, lane_slot_offsets
 from .ocl import I8, I16, I32
 
@@ -94,30 +93,6 @@ def pack(rel: Sequence[Sequence[int]], g: int) -> Optional[List[List[int]]]:
             row.append(f // g)
         out.append(row)
     return out
-
-
-def known_multiple(v: ir.Value, depth: int = 8) -> int:
-    """A number every runtime value of integer ``v`` is a multiple of (1 when nothing is known):
-    constants, and sums / products / shifts of them (the offsets the distribution passes build from
-    subgroup ids times piece sizes)."""
-    op = v.op
-    if op is None or depth == 0:
-        return 1
-    if isinstance(op, ir.ConstantOp) and isinstance(op.value, int) and not isinstance(op.value, bool):
-        return abs(op.value) or (1 << 30)
-    if isinstance(op, ir.CastOp) and op.kind in ("extsi", "extui"):
-        return known_multiple(op.operands[0], depth - 1)
-    if isinstance(op, ir.BinaryOp):
-        a, b = (known_multiple(x, depth - 1) for x in op.operands)
-        if op.kind in ("addi", "subi"):
-            return math.gcd(a, b)
-        if op.kind == "muli":
-            return min(a * b, 1 << 30)
-        if op.kind == "remui" and isinstance(op.operands[1].op, ir.ConstantOp):
-            return math.gcd(a, b)
-        if op.kind == "shli" and isinstance(op.operands[1].op, ir.ConstantOp):
-            return min(a << int(op.operands[1].op.value), 1 << 30)
-    return 1
 
 
 def _name(kind: str, bits: int, n: int, space: int) -> Tuple[str, ll.Type]:

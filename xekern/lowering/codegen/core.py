@@ -154,13 +154,14 @@ class NdDesc:
     strides: List[object]        # i32 per dimension (elements)
     offsets: List[object]        # i32 per dimension
     type: TensorDescType
+    block_io: bool = False       # its surface takes 2D block messages (lowering/surface_rules.py)
 
     def parts(self) -> list:
         return [self.base, *self.shape, *self.strides, *self.offsets]
 
     def with_parts(self, parts) -> "NdDesc":
         r = len(self.shape)
-        return NdDesc(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.type)
+        return NdDesc(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.type, self.block_io)
 
 
 @dataclass

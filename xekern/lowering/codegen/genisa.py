@@ -26,7 +26,7 @@ def genisa_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int,
     intrinsic (HARDWARE.md) with its 13th operand, the cache controls (IGC 2.x reads it and fails
     with an internal error without it; IGC 12504, whose intrinsic has 12, ignores it: both build
     the same message)."""
-    surf = surface(cg, d, [y, x] if len(d.shape) == 2 else [x])
+    surf = surface(cg, d, [y, x] if len(d.shape) == 2 else [x], bits // 8)
     args = surf[:4] + [x, y, cg.i32(bits), cg.i32(w), cg.i32(h), cg.i32(n), ll.Constant(I1, int(transpose)),
                        ll.Constant(I1, int(vnni)), cg.i32(CACHE_DEFAULT)]
     return cg.ocl.intrinsic(cg.b, f"llvm.genx.GenISA.LSC2DBlockRead.v{vt.count}i{vt.element.width}", vt, args)

@@ -73,9 +73,10 @@ def payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
     return cur
 
 
-def message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int,
-                     prefetch: bool = False) -> Tuple[str, List]:
-    """The payload of a message at ``origin`` as (raw operand text, its asm arguments). In a counted
+def message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int, msg_bytes: int,
+                    prefetch: bool = False) -> Tuple[str, List]:
+    """The payload of a message at ``origin`` (of ``msg_bytes`` elements) as (raw operand text, its
+    asm arguments). In a counted
     loop whose induction variable moves the origin by a whole number of elements per iteration (a
     K loop) it is built before the loop and moved by an add per iteration: in a named vISA register
     shared with another message of the same step (``Loop.payload``) when a GRF holds one dword per
@@ -88,7 +89,8 @@ def message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int
                 all(whole_step(loop, c) for c in fields.values()):
             def first():
                 memo = {}
-                return payload(cg, surface(cg, d, [at_entry(cg.b, fn, loop, c, memo) for c in origin]), w, h, n)
+                return payload(cg, surface(cg, d, [at_entry(cg.b, fn, loop, c, memo) for c in origin], msg_bytes),
+                               w, h, n)
 
             def delta():  # x is payload dword 5, y dword 6
                 lane, total = cg.lane_id(), cg.i32(0)
@@ -100,7 +102,7 @@ def message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int
             if cg.target.grf_bytes == 4 * cg.target.sg_size:
                 return loop.payload(cg, first, delta, tuple(sorted(fields.items())), prefetch), []
             return "$N.0", [loop.recurrence(cg.b, first, delta)]
-    return "$N.0", [payload(cg, surface(cg, d, origin), w, h, n)]
+    return "$N.0", [payload(cg, surface(cg, d, origin, msg_bytes), w, h, n)]
 
 
 def raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool,
@@ -116,7 +118,7 @@ def raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: 
     prefetch = vt is None and into is None
     desc = (LSC_LOAD_BLOCK2D | LSC_DATA_SIZE[bits] << 9 | (LSC_VNNI if vnni else 0) | (LSC_TRANSPOSE if tr else 0)
             | (LSC_L1_L3_CACHED if prefetch else 0) | min(grfs, 31) << 20 | 1 << 25)  # 32 GRFs: 31, as IGC
-    payload, args = message_payload(cg, d, origin, w, h, n, prefetch)
+    payload, args = message_payload(cg, d, origin, w, h, n, bits // 8, prefetch)
     if into is not None:
         text = (f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$0')} "
                 f"%null.0 {into.name}.0")

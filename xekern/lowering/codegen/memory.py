@@ -10,7 +10,7 @@ from llvmlite import ir as ll
 
 from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType
-from . import block_io
+from ...ir.terms import known_multiple
 from .core import CodeGen, ll_type, mem_type
 from .ocl import I1, I8, I32
 
@@ -85,7 +85,7 @@ def slot_coords(cg: CodeGen, tile: VectorType, offsets: List) -> List[List]:
 def origin_multiple_of(m: MemDescType, offsets) -> int:
     """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
     when the blocked layout's offset is not linear there (an origin inside a block)."""
-    return origin_multiple(m, [block_io.known_multiple(v) for v in offsets])
+    return origin_multiple(m, [known_multiple(v) for v in offsets])
 
 
 def origin_multiple(m: MemDescType, mult: Sequence[int]) -> int:

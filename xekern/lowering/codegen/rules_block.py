@@ -6,6 +6,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ... import ir
+from .block2d import new_descriptor
 from .core import CodeGen, NdDesc, rule
 
 
@@ -13,16 +14,15 @@ from .core import CodeGen, NdDesc, rule
 
 @rule(ir.CreateNdTDescOp)
 def _create_nd(cg: CodeGen, op: ir.CreateNdTDescOp):
-    i32 = lambda v: cg.to_i32(cg.get(v))  # noqa: E731
-    return [NdDesc(cg.get(op.base), [i32(v) for v in op.shape], [i32(v) for v in op.strides],
-                   [i32(v) for v in op.offsets], op.result.type)]
+    return [new_descriptor(cg, op)]
 
 
 @rule(ir.UpdateNdOffsetOp)
 def _update_nd(cg: CodeGen, op: ir.UpdateNdOffsetOp):
     d: NdDesc = cg.get(op.operands[0])
     deltas = [cg.to_i32(cg.get(v)) for v in op.operands[1:]]
-    return [NdDesc(d.base, d.shape, d.strides, [cg.b.add(o, x) for o, x in zip(d.offsets, deltas)], d.type)]
+    return [NdDesc(d.base, d.shape, d.strides, [cg.b.add(o, x) for o, x in zip(d.offsets, deltas)], d.type,
+                   d.block_io)]
 
 
 # ---- named barriers ---------------------------------------------------------------------------------

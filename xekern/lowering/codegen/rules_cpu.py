@@ -1,14 +1,30 @@
 """The ``cpu`` emitter's rules (the OpenCL CPU device): descriptor loads and stores element by
 element, with vector accesses for tiles inside the tensor; DPAS emulated exactly, reading its
-operands from memory where they were just loaded (``dpas_cpu``); prefetches dropped."""
+operands from memory where they were just loaded (``dpas_cpu``); prefetches dropped.
+
+The device runs the lane-level code of a GPU (``target.model``), and applies that GPU's 2D block
+surface rules: a descriptor the GPU would read and write with 2D block messages (``block_io``:
+lowering/surface_rules.py) on a surface the rules forbid, where the GPU would compute garbage,
+becomes an empty tensor here (shape 0: loads give zeros, stores write nothing), so a test of it
+fails on the CPU as it would on the GPU."""
 from __future__ import annotations
 
 from ... import ir
+from .block2d import new_descriptor, surface_holds
 from .core import CodeGen, NdDesc, rule
 from .dpas_cpu import dpas_emulated, fused_loads
 from .nd_elementwise import load_elementwise, store_elementwise
 
 TABLE = "cpu"
+
+
+@rule(ir.CreateNdTDescOp, table=TABLE)
+def _create_nd(cg: CodeGen, op: ir.CreateNdTDescOp):
+    d = new_descriptor(cg, op)
+    if d.block_io:
+        ok = surface_holds(cg, d)
+        d.shape = [cg.b.select(ok, n, cg.i32(0)) for n in d.shape]
+    return [d]
 
 
 @rule(ir.LoadNdOp, table=TABLE)

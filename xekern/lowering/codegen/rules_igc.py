@@ -21,7 +21,7 @@ TABLE = "igc-builtins"
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
         return load_block2d(cg, op, d, genisa_read)
     return load_elementwise(cg, op, d)
 
@@ -29,7 +29,7 @@ def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
 @rule(ir.StoreNdOp, table=TABLE)
 def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg) and block_fits(cg, op, store=True):
+    if block2d_enabled(cg, d) and block_fits(cg, op, store=True):
         store_block2d(cg, op, d)
     else:
         store_elementwise(cg, op, d)
@@ -38,8 +38,9 @@ def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
 
 @rule(ir.PrefetchNdOp, table=TABLE)
 def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
-    if block2d_enabled(cg):
-        prefetch_block2d(cg, op, cg.get(op.tdesc))
+    d: NdDesc = cg.get(op.tdesc)
+    if block2d_enabled(cg, d):
+        prefetch_block2d(cg, op, d)
     return []  # gathers need no prefetch
 
 

@@ -32,7 +32,7 @@ from ... import ir
 from ...ir.layout import lane_slot_offsets
 from ..emitters import SPIRV_OPS_EXTENSIONS as EXTENSIONS
 from ..rewrite import PassError
-from .block2d import block2d_enabled, block_fits, load_block2d, prefetch_shape, region, store_shape
+from .block2d import aligned_region, block2d_enabled, block_fits, load_block2d, prefetch_shape, region, store_shape
 from .core import CodeGen, NdDesc, lazy_slots, rule
 from .dpas_builtin import pack
 from .dpas_cpu import dpas_emulated
@@ -68,12 +68,13 @@ def _void_ptr(cg: CodeGen, p):
 
 def _args(cg: CodeGen, d: NdDesc, x, y, ebytes: int, w: int, h: int, n: int) -> List:
     """The operands common to every 2D block instruction, Element Size through Coordinate (the
-    store puts its payload pointer before the base pointer)."""
+    store puts its payload pointer before the base pointer): the surface with its base aligned
+    down as the hardware takes it (``block2d.aligned_region``)."""
     b = cg.b
-    width, height, pitch, _, _ = region(cg, d, [cg.i32(0)] * len(d.shape))
-    eb = cg.i32(d.type.elem.itemsize)
+    base, width, height, pitch, x, y = aligned_region(cg, d, [y, x] if len(d.shape) == 2 else [x], ebytes)
     coord = b.insert_element(b.insert_element(ll.Constant(ll.VectorType(I32, 2), None), x, cg.i32(0)), y, cg.i32(1))
-    return [cg.i32(ebytes), cg.i32(w), cg.i32(h), cg.i32(n), d.base, b.mul(width, eb), height, b.mul(pitch, eb), coord]
+    return [cg.i32(ebytes), cg.i32(w), cg.i32(h), cg.i32(n), b.inttoptr(base, d.base.type), width, height, pitch,
+            coord]
 
 
 def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, transpose: bool, vnni: bool,
@@ -90,7 +91,7 @@ def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int,
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
         return load_block2d(cg, op, d, _spirv_read)
     return load_elementwise(cg, op, d)
 
@@ -100,7 +101,7 @@ def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
     """One ``OpSubgroup2DBlockStoreINTEL`` of the whole block: lane ``l`` holds column ``l`` of each
     row, row ``r`` in component ``r`` (blocks are sub-group wide, 1..8 rows)."""
     d: NdDesc = cg.get(op.tdesc)
-    if not (block2d_enabled(cg) and block_fits(cg, op, store=True)):
+    if not (block2d_enabled(cg, d) and block_fits(cg, op, store=True)):
         store_elementwise(cg, op, d)
         return []
     t = d.type.elem
@@ -123,9 +124,9 @@ def _store_nd(cg: CodeGen, op: ir.StoreNdOp):
 
 @rule(ir.PrefetchNdOp, table=TABLE)
 def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
-    if not block2d_enabled(cg):
-        return []
     d: NdDesc = cg.get(op.tdesc)
+    if not block2d_enabled(cg, d):
+        return []
     hw = prefetch_shape(cg, op, d)
     if hw is None:
         return []

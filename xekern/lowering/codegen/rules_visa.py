@@ -22,15 +22,16 @@ TABLE = "visa"
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
     d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
         return load_block2d(cg, op, d, raw_read, named=load_named)
     return load_elementwise(cg, op, d)
 
 
 @rule(ir.PrefetchNdOp, table=TABLE)
 def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
-    if block2d_enabled(cg):
-        raw_prefetch(cg, op, cg.get(op.tdesc))
+    d: NdDesc = cg.get(op.tdesc)
+    if block2d_enabled(cg, d):
+        raw_prefetch(cg, op, d)
     return []
 
 
