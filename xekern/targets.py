@@ -119,6 +119,11 @@ class Target:
     private_bytes: int = 0
     # the surfaces 2D block messages take (where ``block2d`` is not empty)
     block2d_surface: Block2DSurface = XE2_SURFACE
+    # Xe-HPC's send write-after-read erratum: a register a send reads must not be overwritten until a
+    # workaround has re-read it. IGC 2.x applies one (visa/HWCaps.inc PVCSendWARWA: Xe_PVC, Xe_PVCXT;
+    # LocalScheduler/SWSB_G4IR.cpp insertPVCWA: dummy movs of the send's last two GRFs and a sync
+    # wherever the read is not resolved by a wait for the send's answer or right before another send)
+    send_war_erratum: bool = False
 
     peak_tflops_bf16: Optional[float] = None
     # lower-case substrings of the driver's device name that identify this family (``target_for``)
@@ -226,7 +231,7 @@ def _dpas8() -> Dict[str, DpasShape]:
 PVC = Target(
     name="pvc", arch="Xe-HPC (Data Center GPU Max 1550)", sg_size=16, sub_group_sizes=(16, 32),
     dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256), slm_bytes=128 * 1024,
-    max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc",
+    max_workgroup_size=1024, named_barriers=32, xe_cores=128, kind="gpu", ocloc_device="pvc", send_war_erratum=True,
     iga_platform="12p72", peak_tflops_bf16=839.0, private_bytes=SCRATCH_BYTES_PER_THREAD // 16,
     device_names=("max 1", "data center gpu max", "ponte vecchio", "pvc"),
     # sub-groups 16/32, 128 KiB SLM per workgroup, 1024 work items: Intel oneAPI GPU optimization guide
@@ -268,7 +273,7 @@ DG2 = Target(
 MAX1100 = Target(
     name="max1100", arch="Xe-HPC, one stack (Data Center GPU Max 1100)", sg_size=16,
     sub_group_sizes=(16, 32), dpas=_dpas16(), block2d=_PVC_BLOCK2D, grf_bytes=64, grf_modes=(128, 256),
-    slm_bytes=128 * 1024, max_workgroup_size=1024, named_barriers=32, kind="gpu",
+    slm_bytes=128 * 1024, max_workgroup_size=1024, named_barriers=32, kind="gpu", send_war_erratum=True,
     # 56 Xe cores, 48 GB HBM2e: Intel's Max 1100 specifications (intel.com sku 232876); the same IP
     # as pvc (12.60), so only its PCI device id tells it apart (ARCHITECTURES); all else is pvc's
     xe_cores=56, ocloc_device="pvc", iga_platform="12p72",

@@ -57,13 +57,16 @@ class Driver:
     # the latter (its BiF's IBiF_dpas.cl), and a call to a builtin a driver lacks is no build error:
     # it becomes an unresolved call
     tf32_float_builtin: bool
+    # applies Xe-HPC's send write-after-read workaround (Target.send_war_erratum): IGC 2.x does,
+    # IGC 12504 does not
+    send_war_workaround: bool
     about: str = ""
 
 
 DRIVERS: Dict[str, Driver] = {d.name: d for d in (
-    Driver("igc2", "gpu", True, True, True, "IGC 2.x, compute-runtime 24.x and later"),
-    Driver("igc1", "gpu", False, True, False, "IGC 1.0, compute-runtime 22.x (Debian 12's 12504)"),
-    Driver("cpu", "cpu", False, False, False, "Intel's OpenCL CPU runtime"),
+    Driver("igc2", "gpu", True, True, True, True, "IGC 2.x, compute-runtime 24.x and later"),
+    Driver("igc1", "gpu", False, True, False, False, "IGC 1.0, compute-runtime 22.x (Debian 12's 12504)"),
+    Driver("cpu", "cpu", False, False, False, False, "Intel's OpenCL CPU runtime"),
 )}
 # the offline compilers of ``python -m xekern toolchain`` and the drivers they stand for
 OFFLINE: Dict[str, Driver] = {"current": DRIVERS["igc2"], "12504": DRIVERS["igc1"]}
@@ -102,6 +105,10 @@ class Emitter:
     slm_block_reads: bool = False
     # 32-bit blocks narrower than the subgroup (tf32's A: several rows per register) as 2D block reads
     narrow_block_reads: bool = True
+    # a K loop's prefetches send their payload from a copy in the destination of a later read, which
+    # resolves their payload reads where the send write-after-read workaround costs nothing
+    # (codegen/lsc.raw_block2d): where the target has the erratum and the driver works around it
+    stage_prefetches: bool = False
 
     @property
     def key(self) -> tuple:
@@ -149,7 +156,8 @@ def _spirv_ext(d: Driver, t: Target) -> Emitter:
 
 def _visa(d: Driver, t: Target) -> Emitter:
     return Emitter("visa", ("common", "igc-builtins", "visa"), "gpu", d, block2d=True, merge_block2d=True,
-                   named_reads=True, slm_block_reads=True)
+                   named_reads=True, slm_block_reads=True,
+                   stage_prefetches=t.send_war_erratum and d.send_war_workaround)
 
 
 _MAKERS = {"cpu": _cpu, "igc-builtins": _igc, "spirv-ext": _spirv_ext, "visa": _visa}

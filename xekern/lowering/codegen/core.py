@@ -205,6 +205,8 @@ class CodeGen:
         self._asm: Dict[tuple, ll.Function] = {}
         self.loops: List = []  # recurrence.Loop of each counted loop being emitted, innermost last
         self.visa_registers = 0  # vISA registers declared by inline asm (visa_dpas.Accumulator), for names
+        self.named_reads: Dict[object, "NamedRegister"] = {}  # load op -> its register, declared ahead
+        self.staged: Dict["NamedRegister", int] = {}  # named register -> the last of its GRFs a prefetch staged in
         self.analyses: Dict[str, object] = {}
 
     # ---- module and kernel -----------------------------------------------------------------------

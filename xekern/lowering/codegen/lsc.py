@@ -16,7 +16,7 @@ from ... import ir
 from ...ir.layout import lane_slot_offsets
 from ..emitters import named_read_bits
 from ..rewrite import PassError
-from .block2d import named_piece, prefetch_shape, region, surface
+from .block2d import block2d_enabled, block_fits, named_piece, prefetch_shape, region, surface
 from .core import CodeGen, NamedRegister, NdDesc
 from .genisa import genisa_read, prefetch_block2d
 from .nd_elementwise import nd_origin
@@ -106,11 +106,18 @@ def message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int
 
 
 def raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr: bool, vnni: bool,
-                 into: Optional[NamedRegister] = None):
+                 into: Optional[NamedRegister] = None, stage: Optional[NamedRegister] = None):
     """A 2D block read at column ``x``, row ``y`` into ``vt`` (at most ``raw_block2d_bits`` per
     lane) or the named register ``into``, or a prefetch (neither), as one inline vISA ``raw_sends``
     of the payload ``message_payload`` builds (2 instructions per message in a K loop instead of
-    IGC's 7, and 3 per 2 messages when payloads share a register)."""
+    IGC's 7, and 3 per 2 messages when payloads share a register).
+
+    A prefetch in a K loop may ``stage`` its payload: copy it into the first register of ``stage``,
+    the destination of a read later in the same iteration, and send it from there. Nothing waits for
+    a prefetch's answer, so IGC would resolve its payload read at the end of the loop body, which on
+    pvc costs its send write-after-read workaround (``-PVCSendWARWA``: two or three moves and a sync
+    per prefetch); the later read's overwrite of the copy resolves it right before an LSC send
+    instead, which the workaround leaves alone. One mov per prefetch instead."""
     origin = [y, x] if len(d.shape) == 2 else [x]
     lanes = cg.target.sg_size
     per_lane = into.dwords * 32 if into is not None else vt.count * vt.element.width if vt is not None else 0
@@ -124,6 +131,17 @@ def raw_block2d(cg: CodeGen, vt, d: NdDesc, x, y, bits: int, w: int, h: int, n: 
                 f"%null.0 {into.name}.0")
         return cg.asm(ll.VoidType(), text, ",".join(["rw"] * len(args)), args)
     if prefetch:
+        if stage is not None and not args:  # a payload in a named register: XKPAYn.<byte offset>
+            name, offset = payload.split(".")
+            cg.visa_registers += 1
+            copy = f"XKPFT{cg.visa_registers}"
+            staged = cg.staged[stage] = cg.staged.get(stage, -1) + 1  # one register of ``stage`` each
+            cg.declare(f".decl {copy} v_type=G type=d num_elts={lanes} align=GRF "
+                       f"alias=<{stage.name}, {staged * cg.target.grf_bytes}>")
+            row = int(offset) // cg.target.grf_bytes
+            text = (f"mov (M1_NM, {lanes}) {copy}(0,0)<1> {name}({row},0)<1;1,0>\n"
+                    f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {copy}.0 %null.0 %null.0")
+            return cg.asm(ll.VoidType(), text, "", [])
         text = f"raw_sends.15.1.0.0 (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$0')} %null.0 %null.0"
         return cg.asm(ll.VoidType(), text, ",".join(["rw"] * len(args)), args)
     text = f"raw_sends.15.1.0.{grfs} (M1, {lanes}) 0x0:ud 0x{desc:x}:ud {payload.replace('$N', '$1')} %null.0 $0.0"
@@ -150,9 +168,7 @@ def load_named(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, tiles, dwords: int, w: i
     if dwords * 32 > raw_bits(cg):
         raise PassError(f"codegen: a {h}x{w}x{n} block of {t.user_name} is {dwords} dwords per lane, more than "
                         f"{cg.target.name} reads in one message here ({raw_bits(cg) // 32})", op)
-    cg.visa_registers += 1
-    reg = NamedRegister(f"XKBLK{cg.visa_registers}", dwords)
-    cg.declare(f".decl {reg.name} v_type=G type=d num_elts={dwords * lanes} align=GRF")
+    reg = cg.named_reads.pop(op, None) or named_register(cg, dwords)
     _, _, _, x, y = region(cg, d, nd_origin(cg, d, op))
     send = raw_block2d(cg, None, d, x, y, t.bits, w, h, n, False, packed, into=reg)
     out, k = [], 0
@@ -163,9 +179,47 @@ def load_named(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, tiles, dwords: int, w: i
     return out
 
 
+def named_register(cg: CodeGen, dwords: int) -> NamedRegister:
+    """A new named vISA register of ``dwords`` per lane, declared in the kernel's entry."""
+    cg.visa_registers += 1
+    reg = NamedRegister(f"XKBLK{cg.visa_registers}", dwords)
+    cg.declare(f".decl {reg.name} v_type=G type=d num_elts={dwords * cg.target.sg_size} align=GRF")
+    return reg
+
+
+def named_dwords(cg: CodeGen, op: ir.LoadNdOp) -> int:
+    """The dwords per lane of ``op``'s read when it will be a named-register read (``load_named``:
+    a 2D block read of more than 16 dwords on the raw path), else 0."""
+    d = cg.values.get(op.tdesc)
+    if not isinstance(d, NdDesc) or op.attrs.get("transpose") or not block2d_enabled(cg, d) or \
+            not block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+        return 0
+    bits = sum(len(lane_slot_offsets(tl.layout, tl.shape)) for tl in op.attrs["tiles"]) * d.type.elem.bits
+    return bits // 32 if 16 * 32 < bits <= raw_bits(cg) else 0
+
+
+def _stage_for(cg: CodeGen, op: ir.PrefetchNdOp) -> Optional[NamedRegister]:
+    """The register of the first named-register read after prefetch ``op`` in its block, declared
+    now (``load_named`` takes it), to stage the prefetch's payload in (``raw_block2d``); or None."""
+    ops = op.parent.ops if op.parent is not None else []
+    for later in ops[ops.index(op) + 1:]:
+        if isinstance(later, ir.LoadNdOp):
+            if later in cg.named_reads:
+                reg = cg.named_reads[later]
+                if cg.staged.get(reg, -1) + 1 < reg.dwords * 32 * cg.target.sg_size // 8 // cg.target.grf_bytes:
+                    return reg
+                continue
+            dwords = named_dwords(cg, later)
+            if dwords:
+                reg = cg.named_reads[later] = named_register(cg, dwords)
+                return reg
+    return None
+
+
 def raw_prefetch(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
     """A prefetch as a ``raw_sends`` from a payload built once (workgroup-level kernels), else IGC's
-    way (``genisa.prefetch_block2d``)."""
+    way (``genisa.prefetch_block2d``). In a K loop, where the emitter says so (``stage_prefetches``),
+    its payload is staged in the destination of a later read (``raw_block2d``'s ``stage``)."""
     hw = prefetch_shape(cg, op, d)
     if hw is None:
         return
@@ -174,4 +228,5 @@ def raw_prefetch(cg: CodeGen, op: ir.PrefetchNdOp, d: NdDesc) -> None:
         return
     h, w = hw
     _, _, _, x, y = region(cg, d, nd_origin(cg, d, op))
-    raw_block2d(cg, None, d, x, y, d.type.elem.bits, w, h, 1, False, False)
+    raw_block2d(cg, None, d, x, y, d.type.elem.bits, w, h, 1, False, False,
+                stage=_stage_for(cg, op) if cg.loops and cg.emitter.stage_prefetches else None)

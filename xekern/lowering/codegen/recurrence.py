@@ -86,7 +86,7 @@ class Loop:
                 self.registers.append(pair)
                 decl = f".decl {pair.name} v_type=G type=d num_elts={2 * lanes} align=GRF\n"
             v0 = b.sub(first(), pair.delta)  # the add at the top of the loop comes first
-            cg.asm(ll.VoidType(), decl + f"mov (M1, {lanes}) {pair.name}({pair.used},0)<1> $0(0,0)<1;1,0>",
+            cg.asm(ll.VoidType(), decl + f"mov (M1_NM, {lanes}) {pair.name}({pair.used},0)<1> $0(0,0)<1;1,0>",
                    "rw", [v0])
         pair.used += 1
         return f"{pair.name}.{(pair.used - 1) * cg.target.grf_bytes}"
@@ -99,7 +99,9 @@ class Loop:
         write-after-read workaround (``-PVCSendWARWA``: three moves and a sync per message
         waited for). At the top of the body, the previous iteration's messages are in another
         block, which the workaround leaves alone, and the loads among them have been waited for
-        by the DPAS that used them."""
+        by the DPAS that used them. NoMask (``M1_NM``): one add covers all the pair's registers,
+        more channels than the subgroup has, and under the dispatch mask those beyond it would
+        keep their value (the second payload would never advance)."""
         for phi, value in self.phis:
             phi.add_incoming(value, latch)
         if not self.registers:
@@ -110,7 +112,7 @@ class Loop:
         lanes = cg.target.sg_size
         for p in self.registers:
             n = lanes * p.used
-            cg.asm(ll.VoidType(), f"add (M1, {n}) {p.name}(0,0)<1> {p.name}(0,0)<1;1,0> $0(0,0)<0;{lanes},1>",
+            cg.asm(ll.VoidType(), f"add (M1_NM, {n}) {p.name}(0,0)<1> {p.name}(0,0)<1;1,0> $0(0,0)<0;{lanes},1>",
                    "rw", [p.delta])
         b.position_at_end(block)
         b._anchor = anchor
