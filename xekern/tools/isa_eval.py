@@ -1,0 +1,1181 @@
+"""A concrete evaluator of the Xe ISA as ``iga64 -d`` prints it (pvc): it runs the hardware
+threads of one workgroup from the kernel's first instruction with concrete kernel arguments and
+records, in program order, what each thread asks of the hardware: every send (its descriptor and
+the concrete values of its payload), every dpas (what its operands hold) and every barrier.
+
+Values loaded from memory are never needed as numbers: a register byte is either a concrete byte
+(an int) or a symbol (a tuple): ``("m", buffer, offset)`` is a byte loaded from memory (its
+provenance), ``("v", key, i)`` byte ``i`` of a value computed from symbols (a dpas result, a
+conversion), ``("u",)`` a byte nothing wrote. So a dpas operand says which bytes of which buffer it
+holds, whatever messages loaded them; a dpas result is named by what it was computed from (a
+Merkle key), so two lowerings of the same kernel compute equal keys iff their dpas chains read the
+same data in the same order.
+
+Covered (the subset IGC 2.x emits for xekern's kernels): mov, sel, csel, add, add3, mul, mad,
+mach, macl, shl, shr, asr, and, or, xor, not, bfn, cmp (flag registers, predication, conditional
+modifiers), math.inv/sqrt, float rounding modes through ``cr0``, regions ``r1.2<8;8,1>:d``
+(and the ternary forms ``<1;0>``, ``<0>``), accumulators, SIMD1..32 with channel offsets and
+NoMask, ``jmpi``, ``goto``/``join`` (forward, per-lane masks), sync/nop, ``dpas`` (pvc SIMD16),
+and sends: LSC 2D block load/prefetch/store, untyped LSC loads/stores (global, SLM, the
+cross-thread data), fences, the barrier signal, end of thread. Anything else raises
+``EvalError`` naming the instruction's line and text: the evaluator never guesses.
+
+Writes to ``null`` are discarded, which takes care of IGC's pvc send WAR workaround
+(``mov (1|M0) null<1>:ud 0x30433:ud``).
+
+Hardware facts the evaluator relies on (public: the vISA specification's execution model, IGC's
+sources, the Xe ISA as iga64 prints it): a thread's 32 execution-mask bits start as the dispatch
+SIMD size (16: channels 16-31 are off, so an instruction wider than 16 without NoMask does
+nothing in them); ``r0.1``/``r0.6``/``r0.7`` are the group ids and ``r0.2`` bits 7:0 the thread's
+index in its group (IGC: ``localThreadId``); ``mad`` is ``src0 + src1 * src2``; float to integer
+conversion rounds toward zero and saturates; ``math.inv`` is computed exactly rounded (the
+hardware's is an approximation that IGC's division sequences tolerate).
+
+Example::
+
+    >>> prog = Program.from_text(report.text)
+    >>> wg = Workgroup(prog, simd=16, threads=32, memory=mem, crossthread=ctd, group=(0, 0, 0))
+    >>> traces = wg.run()
+    >>> [e for e in traces[0].events if e.kind == "dpas"][:1]
+"""
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from . import isa_msg as msg
+from .isa import Instr, parse_isa
+
+GRF = msg.GRF_BYTES
+NUM_GRF = 256
+# one flat byte array holds every register file the evaluator knows: (base, bytes per register, count)
+FILES = {"r": (0, GRF, NUM_GRF), "acc": (NUM_GRF * GRF, 32, 16), "f": (NUM_GRF * GRF + 512, 4, 4),
+         "cr": (NUM_GRF * GRF + 528, 4, 4)}
+CELLS = NUM_GRF * GRF + 544
+UNDEF = ("u",)
+
+TYPES = {"b": (1, "s"), "ub": (1, "u"), "w": (2, "s"), "uw": (2, "u"), "d": (4, "s"), "ud": (4, "u"),
+         "q": (8, "s"), "uq": (8, "u"), "hf": (2, "hf"), "bf": (2, "bf"), "f": (4, "f"), "df": (8, "df"),
+         "tf32": (4, "f")}
+FLOATS = {"hf", "bf", "f", "df"}
+
+
+class EvalError(Exception):
+    """The evaluator met something it does not model (an instruction, an operand form, a symbolic
+    value where a number is needed); the message names the instruction."""
+
+
+# ---- values ------------------------------------------------------------------------------------------
+
+class Interner:
+    """Small integer ids for structural keys, shared by every run that is compared, so that equal
+    structures get equal ids (``key(("dpas", ...))``) and ids can be turned back into what they
+    name (``describe``)."""
+
+    def __init__(self):
+        self.ids: Dict[tuple, int] = {}
+        self.keys: List[tuple] = []
+
+    def key(self, k: tuple) -> int:
+        i = self.ids.get(k)
+        if i is None:
+            i = self.ids[k] = len(self.keys)
+            self.keys.append(k)
+        return i
+
+
+def _to_num(raw: int, t: str):
+    size, kind = TYPES[t]
+    if kind == "u":
+        return raw
+    if kind == "s":
+        return raw - (1 << 8 * size) if raw >> (8 * size - 1) else raw
+    if kind == "f":
+        return struct.unpack("<f", struct.pack("<I", raw))[0]
+    if kind == "df":
+        return struct.unpack("<d", struct.pack("<Q", raw))[0]
+    if kind == "hf":
+        return struct.unpack("<e", struct.pack("<H", raw))[0]
+    if kind == "bf":
+        return struct.unpack("<f", struct.pack("<I", raw << 16))[0]
+    raise EvalError(f"type {t}")
+
+
+# float formats: (significand bits with the hidden one, minimum normal exponent, maximum exponent)
+_FMT = {"f": (24, -126, 127), "df": (53, -1022, 1023), "hf": (11, -14, 15), "bf": (8, -126, 127)}
+RNE, RU, RD, RTZ = 0, 1, 2, 3          # cr0 bits 5:4
+
+
+def _round(q, fmt: str, mode: int) -> float:
+    """``q`` (int, float or Fraction) rounded to float format ``fmt`` with rounding ``mode``."""
+    if isinstance(q, float) and (math.isnan(q) or math.isinf(q)):
+        return q
+    q = Fraction(q)
+    if q == 0:
+        return 0.0
+    p, emin, emax = _FMT[fmt]
+    neg = q < 0
+    a = -q if neg else q
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    scale = max(e, emin) - (p - 1)
+    m = a / Fraction(2) ** scale
+    n = m.numerator // m.denominator
+    rem = m - n
+    if mode == RNE:
+        n += 1 if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n & 1) else 0
+    elif rem and (mode == RU and not neg or mode == RD and neg):
+        n += 1
+    top = ((1 << p) - 1) * Fraction(2) ** (emax - p + 1)
+    if n * Fraction(2) ** scale > top:
+        up = mode == RNE or (mode == RU and not neg) or (mode == RD and neg)
+        r = math.inf if up else float(top)
+    else:
+        r = math.ldexp(n, scale)
+    return -r if neg else r
+
+
+_KIND_FMT = {"f": "f", "df": "df", "hf": "hf", "bf": "bf"}
+
+
+def _from_num(v, t: str, mode: int = RNE, sat: bool = False) -> int:
+    """A number as the raw bits of type ``t``: integers wrap (or saturate with ``sat``), floats
+    round to integers toward zero and saturate, numbers round to float types with ``mode``."""
+    size, kind = TYPES[t]
+    bits = 8 * size
+    if kind in ("s", "u"):
+        if not isinstance(v, int):
+            if isinstance(v, float) and math.isnan(v):
+                return 0
+            v = (1 << bits) if v == math.inf else -(1 << bits) if v == -math.inf else int(v)  # toward zero
+            sat = True
+        if sat:
+            lo, hi = (0, (1 << bits) - 1) if kind == "u" else (-(1 << bits - 1), (1 << bits - 1) - 1)
+            v = min(max(v, lo), hi)
+        return v & ((1 << bits) - 1)
+    if sat:
+        v = min(max(v, 0), 1)
+    f = _round(v, _KIND_FMT[kind], mode)
+    if kind == "f":
+        return struct.unpack("<I", struct.pack("<f", f))[0]
+    if kind == "df":
+        return struct.unpack("<Q", struct.pack("<d", f))[0]
+    if kind == "hf":
+        return struct.unpack("<H", struct.pack("<e", f))[0]
+    return struct.unpack("<I", struct.pack("<f", f))[0] >> 16
+
+
+# ---- operands ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Operand:
+    """A decoded operand: a register region (``offs``: absolute byte offset of each channel's
+    element), an immediate (``imm``: raw bits per channel), null, or a label."""
+
+    kind: str                       # "reg", "imm", "null", "label"
+    type: str = ""
+    offs: Tuple[int, ...] = ()
+    imm: Tuple[int, ...] = ()
+    neg: bool = False
+    abs: bool = False
+    notbits: bool = False
+    file: str = ""
+    reg: int = 0
+    sub: int = 0
+    label: str = ""
+    text: str = ""
+
+    @property
+    def size(self) -> int:
+        return TYPES[self.type][0]
+
+    @property
+    def base(self) -> int:
+        return FILES[self.file][0] + self.reg * FILES[self.file][1] + self.sub * (self.size if self.type else 1)
+
+
+_REG = re.compile(r"^(?P<file>acc|null|cr|sr|ce|tm|a|f|r|n|ip|s)(?P<num>\d+)?(?:\.(?P<sub>\d+))?"
+                  r"(?:<(?P<region>[\d;,]+)>)?(?::(?P<type>[a-z]+\d*))?$")
+_NAN = re.compile(r"^([qs])nan\((0x[0-9A-Fa-f]+)\):(hf|f|df|bf)$")
+_IMM = re.compile(r"^(?P<val>-?(?:0x[0-9A-Fa-f]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan))(?::(?P<type>[a-z]+\d*))$")
+
+
+def _region_offsets(region: Optional[str], n: int, is_dst: bool, where: str) -> List[int]:
+    """Element offsets (in elements) of the ``n`` channels of a region."""
+    if region is None:
+        return list(range(n))
+    parts = [int(x) for x in re.split("[;,]", region)]
+    if is_dst or len(parts) == 1:
+        return [i * parts[0] for i in range(n)]
+    if len(parts) == 3:
+        vs, w, hs = parts
+        if w == 0:
+            raise EvalError(f"region <{region}> has width 0: {where}")
+        return [(i // w) * vs + (i % w) * hs for i in range(n)]
+    if len(parts) == 2:     # ternary <vs;hs>: <1;0> walks by vs, <0;0> broadcasts, <vs;hs> rows of vs/hs
+        vs, hs = parts
+        if hs == 0:
+            return [i * vs for i in range(n)]
+        if vs == 0 or vs % hs:
+            raise EvalError(f"ternary region <{region}> is not one the evaluator knows: {where}")
+        return [i * hs for i in range(n)]
+    raise EvalError(f"region <{region}>: {where}")
+
+
+def parse_operand(tok: str, n: int, is_dst: bool, where: str) -> Operand:
+    """One operand token of iga's syntax, for an instruction of ``n`` channels."""
+    text = tok
+    neg = ab = nb = False
+    while True:
+        if tok.startswith("-"):
+            neg, tok = True, tok[1:]
+        elif tok.startswith("~"):
+            nb, tok = True, tok[1:]
+        elif tok.startswith("(abs)"):
+            ab, tok = True, tok[5:]
+        else:
+            break
+    m = _IMM.match(tok) if not is_dst else None
+    if m is not None:
+        return _immediate(m.group("val"), m.group("type"), n, neg, where)
+    m = _NAN.match(tok) if not is_dst else None
+    if m is not None:     # iga's NaN: (q|s)nan(payload) of a float type: sign, all-ones exponent, quiet bit
+        t = m.group(3)
+        bits = {"hf": (16, 10), "f": (32, 23), "df": (64, 52), "bf": (16, 7)}.get(t)
+        if bits is None:
+            raise EvalError(f"NaN immediate of type :{t}: {where}")
+        total, mant = bits
+        quiet = 1 << mant - 1 if m.group(1) == "q" else 0
+        raw = (((1 << total - mant - 1) - 1) << mant) | quiet | int(m.group(2), 16)
+        raw |= (1 << total - 1) if neg else 0
+        return Operand("imm", type=t, imm=(raw,) * n, text=text)
+    m = _REG.match(tok)
+    if m is None:
+        if re.match(r"^L\d+$|^_\w+$", tok):
+            return Operand("label", label=tok, text=text)
+        raise EvalError(f"operand '{text}' is not one the evaluator knows: {where}")
+    file = m.group("file")
+    t = m.group("type") or ""
+    if t and t not in TYPES:
+        raise EvalError(f"type :{t} of operand '{text}' is not one the evaluator knows: {where}")
+    if file == "null":
+        return Operand("null", type=t, text=text)
+    if file not in FILES:
+        raise EvalError(f"register file of '{text}' ({file}) is not one the evaluator models: {where}")
+    num, sub = int(m.group("num") or 0), int(m.group("sub") or 0)
+    if num >= FILES[file][2]:
+        raise EvalError(f"register '{text}' is outside its file: {where}")
+    size = TYPES[t][0] if t else 1
+    base = FILES[file][0] + num * FILES[file][1] + sub * size
+    offs = tuple(base + e * size for e in _region_offsets(m.group("region"), n, is_dst, where))
+    return Operand("reg", type=t, offs=offs, neg=neg, abs=ab, notbits=nb, file=file, reg=num, sub=sub, text=text)
+
+
+def _immediate(val: str, t: str, n: int, neg: bool, where: str) -> Operand:
+    """An immediate as raw bits of its type (``:v``/``:uv``: eight packed 4-bit integers, one per
+    channel, read as words)."""
+    if t in ("v", "uv"):
+        raw = int(val, 16)
+        nib = [raw >> 4 * i & 0xF for i in range(8)]
+        vals = [x - 16 if t == "v" and x & 8 else x for x in nib]
+        return Operand("imm", type="w" if t == "v" else "uw",
+                       imm=tuple(_from_num(vals[i % 8], "w") for i in range(n)), text=val + ":" + t)
+    if t not in TYPES:
+        raise EvalError(f"immediate type :{t} is not one the evaluator knows: {where}")
+    size, kind = TYPES[t]
+    if val.lower().startswith("0x"):          # raw bits, also for float types
+        raw = int(val, 16) & ((1 << 8 * size) - 1)
+        if neg:
+            raw = raw ^ (1 << 8 * size - 1) if kind in FLOATS else (-raw) & ((1 << 8 * size) - 1)
+    elif kind in FLOATS:
+        raw = _from_num(-float(val) if neg else float(val), t)
+        if val not in ("inf", "nan") and Fraction(val) != Fraction(_to_num(raw, t)) * (-1 if neg else 1):
+            raise EvalError(f"float immediate {val}:{t} is printed in decimal and is not exactly a :{t} value "
+                            f"(disassemble with iga64 -Xprint-hex-floats): {where}")
+    else:
+        raw = (-int(val) if neg else int(val)) & ((1 << 8 * size) - 1)
+    return Operand("imm", type=t, imm=(raw,) * n, text=("-" if neg else "") + val + ":" + t)
+
+
+# ---- instructions ---------------------------------------------------------------------------------------
+
+_EXEC = re.compile(r"^\((\d+)\|M(\d+)\)$")
+_COND = re.compile(r"^\((eq|ne|gt|ge|lt|le|ov|un|z|nz)\)(f\d)\.(\d)$")
+_PRED = re.compile(r"^(W)?&?(~)?(?:(f\d)\.(\d)(?:\.(any|all)(\d+)h|\.(anyv|allv))?)?$")
+
+
+@dataclass
+class Decoded:
+    """One instruction, parsed once: everything its execution needs."""
+
+    line: int
+    text: str
+    op: str                          # "add", "send", "dpas", ... (the mnemonic's base)
+    sub: str                         # the mnemonic's suffix: "ugm", "8x8", "inv", "(s0&s1|s2)"
+    n: int = 1                       # execution size
+    chan: int = 0                    # channel offset (M0, M16)
+    nomask: bool = False
+    pred: Optional[Tuple[bool, int, int, str]] = None   # (inverted, flag, sub, any/all form)
+    cond: Optional[Tuple[str, int, int]] = None         # (condition, flag, sub)
+    sat: bool = False
+    dst: Optional[Operand] = None
+    srcs: Tuple[Operand, ...] = ()
+    extra: tuple = ()
+    eot: bool = False
+    comment: str = ""
+    reads: frozenset = frozenset()   # GRF bytes the instruction reads / writes (``Thread.pending``)
+    writes: frozenset = frozenset()
+    read_grfs: frozenset = frozenset()
+    write_grfs: frozenset = frozenset()
+
+
+def _grf_use(d: Decoded) -> Decoded:
+    """Fill ``d.reads`` / ``d.writes`` with the GRF bytes (offsets in the register file) the
+    instruction reads / writes, for ``Thread.pending``."""
+    def span(op):
+        if op is None or op.kind != "reg" or op.file != "r":
+            return set()
+        return {b for off in op.offs for b in range(off, off + op.size)}
+    if d.op in ("send", "sendc"):
+        sfid, dst, src0, src1, src1_len, ex_desc, desc = d.extra
+        mlen, rlen = (desc >> 25) & 15, (desc >> 20) & 31
+        rlen = 32 if rlen == 31 else rlen
+        r = set(range(src0 * GRF, (src0 + mlen) * GRF))
+        if src1 is not None:
+            r |= set(range(src1 * GRF, (src1 + src1_len) * GRF))
+        d.reads = frozenset(r)
+        d.writes = frozenset(range(dst * GRF, (dst + rlen) * GRF)) if dst is not None else frozenset()
+    elif d.op == "dpas":
+        depth, rc, ops = d.extra
+        (dst, _), (s0, _), (s1, _), (s2, _) = ops
+        r = set(range(s1, s1 + depth * GRF)) | set(range(s2, s2 + rc * depth * 4))
+        if s0 is not None:
+            r |= set(range(s0, s0 + rc * GRF))
+        d.reads, d.writes = frozenset(r), frozenset(range(dst, dst + rc * GRF))
+    elif d.dst is not None:
+        d.reads = frozenset(set().union(*[span(s) for s in d.srcs]) if d.srcs else set())
+        d.writes = frozenset(span(d.dst))
+    d.read_grfs = frozenset(w // GRF for w in d.reads)
+    d.write_grfs = frozenset(w // GRF for w in d.writes)
+    return d
+
+
+def decode(ins: Instr, labels: Dict[str, int]) -> Decoded:
+    """Parse one ``Instr`` (``isa.parse_isa``); raises ``EvalError`` for what is not modeled."""
+    where = f"instruction {ins.index}: {ins.pred and '(' + ins.pred + ') ' or ''}{ins.op} {ins.operands}".strip()
+    text = ins.operands
+    swsb = ""
+    m = re.search(r"\{([^}]*)\}\s*$", text)
+    if m:
+        swsb, text = m.group(1), text[:m.start()].strip()
+    base, _, sub = ins.op.partition(".")
+    d = Decoded(ins.index, where, base, sub, eot="EOT" in swsb.split(","), comment=ins.comment)
+    if ins.pred:
+        pm = _PRED.match(ins.pred.replace(" ", ""))
+        if pm is None:
+            raise EvalError(f"predicate ({ins.pred}) is not one the evaluator knows: {where}")
+        d.nomask = pm.group(1) == "W"
+        if pm.group(3):
+            form = (pm.group(5) or "") + (pm.group(6) or "") or (pm.group(7) or "")
+            d.pred = (pm.group(2) == "~", int(pm.group(3)[1]), int(pm.group(4)), form)
+    toks = text.split()
+    if toks and _EXEC.match(toks[0]):
+        em = _EXEC.match(toks.pop(0))
+        d.n, d.chan = int(em.group(1)), int(em.group(2))
+    if toks and _COND.match(toks[0]):
+        cm = _COND.match(toks.pop(0))
+        d.cond = (cm.group(1), int(cm.group(2)[1]), int(cm.group(3)))
+    if base in ("nop",) or base == "sync" and sub != "bar":
+        return d
+    if base == "sync":   # sync.bar <id>
+        d.extra = (int(toks[0], 0) if toks else 0,)
+        return d
+    if base in ("jmpi", "goto", "join"):
+        for t in toks:
+            if t not in labels:
+                raise EvalError(f"branch target {t} is not a label: {where}")
+        d.extra = tuple(labels[t] for t in toks)
+        return d
+    if base in ("send", "sendc"):
+        return _decode_send(d, toks, where)
+    if toks and toks[0].startswith("(sat)"):
+        d.sat, toks[0] = True, toks[0][5:]
+    if not toks:
+        raise EvalError(f"no operands: {where}")
+    if base == "dpas":
+        return _decode_dpas(d, toks, where)
+    if base not in _ALU:
+        raise EvalError(f"instruction '{ins.op}' is not one the evaluator knows: {where}")
+    d.dst = parse_operand(toks[0], d.n, True, where)
+    d.srcs = tuple(parse_operand(t, d.n, False, where) for t in toks[1:])
+    want = _ALU[base]
+    if len(d.srcs) != want:
+        raise EvalError(f"'{base}' with {len(d.srcs)} sources (expected {want}): {where}")
+    if base == "math" and sub not in ("inv", "sqrt", "rsqt"):
+        raise EvalError(f"math function '{sub}' is not one the evaluator knows: {where}")
+    if base == "bfn":
+        if not re.fullmatch(r"\(([s012&|^~() ]+)\)", sub):
+            raise EvalError(f"bfn function '{sub}' is not one the evaluator knows: {where}")
+        d.extra = (compile(sub.replace("s0", "a").replace("s1", "b").replace("s2", "c"), "<bfn>", "eval"),)
+    return d
+
+
+_ALU = {"mov": 1, "sel": 2, "csel": 3, "add": 2, "add3": 3, "mul": 2, "mad": 3, "mach": 2, "macl": 2, "shl": 2,
+        "shr": 2, "asr": 2, "and": 2, "or": 2, "xor": 2, "not": 1, "bfn": 3, "cmp": 2, "math": 1}
+
+
+def _decode_send(d: Decoded, toks: List[str], where: str) -> Decoded:
+    if len(toks) != 5:
+        raise EvalError(f"send with operands {toks} is not one the evaluator knows: {where}")
+    dst, src0, src1, exd, desc = toks
+    try:
+        ex_desc, desc_v = int(exd, 0), int(desc, 0)
+    except ValueError:
+        raise EvalError(f"send with a descriptor in a register ({exd} {desc}) is not modeled: {where}") from None
+    reg = lambda t: None if t.startswith("null") else int(re.match(r"r(\d+)", t).group(1))  # noqa: E731
+    src1_len = int(src1.split(":")[1]) if ":" in src1 else 0
+    d.extra = (d.sub, reg(dst), reg(src0), reg(src1), src1_len, ex_desc, desc_v)
+    return d
+
+
+def _decode_dpas(d: Decoded, toks: List[str], where: str) -> Decoded:
+    m = re.fullmatch(r"(\d+)x(\d+)", d.sub)
+    if m is None or len(toks) != 4:
+        raise EvalError(f"dpas form '{d.sub}' with {len(toks)} operands is not one the evaluator knows: {where}")
+    ops = []
+    for t in toks:
+        om = re.fullmatch(r"(null|r(\d+)(?:\.(\d+))?):([a-z0-9]+)", t)
+        if om is None or om.group(4) not in TYPES:
+            raise EvalError(f"dpas operand '{t}' is not one the evaluator knows: {where}")
+        ops.append((None if om.group(1) == "null" else int(om.group(2)) * GRF + int(om.group(3) or 0) *
+                    TYPES[om.group(4)][0], om.group(4)))
+    d.extra = (int(m.group(1)), int(m.group(2)), tuple(ops))
+    return d
+
+
+class Program:
+    """A kernel's instructions (``isa.parse_isa``), decoded on first use."""
+
+    def __init__(self, instrs: Sequence[Instr], labels: Dict[str, int], source: str = ""):
+        self.instrs = list(instrs)
+        self.labels = labels
+        self.decoded: List[Optional[Decoded]] = [None] * len(self.instrs)
+        self.source = source
+
+    @staticmethod
+    def from_text(text: str) -> "Program":
+        instrs, labels = parse_isa(text)
+        return Program(instrs, labels, text)
+
+    def at(self, pc: int) -> Decoded:
+        d = self.decoded[pc]
+        if d is None:
+            d = self.decoded[pc] = _grf_use(decode(self.instrs[pc], self.labels))
+        return d
+
+
+# ---- memory ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Buffer:
+    """A kernel argument's memory: ``size`` bytes at ``base``; ``elem`` bytes per element and
+    ``pitch`` elements per row say how to name an offset as (row, column) in listings."""
+
+    name: str
+    base: int
+    size: int
+    elem: int = 1
+    pitch: int = 0
+
+    def where(self, offset: int) -> str:
+        e = offset // self.elem
+        if self.pitch:
+            return f"{self.name}[{e // self.pitch},{e % self.pitch}]"
+        return f"{self.name}[{e}]"
+
+
+class Memory:
+    """The memory a workgroup's threads see: global buffers (a byte nobody stored is the symbol
+    ``("m", buffer, offset)``; a byte outside every buffer ``("wild", address)``), shared local
+    memory and the cross-thread data the kernel loads its arguments from. Stores are kept."""
+
+    def __init__(self, buffers: Sequence[Buffer], crossthread: bytes):
+        self.buffers = sorted(buffers, key=lambda b: b.base)
+        self.written: Dict[int, object] = {}
+        self.slm: Dict[int, object] = {}
+        self.slm_writer: Dict[int, Tuple[int, int]] = {}      # address -> (thread, barrier phase)
+        self.crossthread = crossthread
+        self._last: Optional[Buffer] = None
+
+    def buffer_at(self, addr: int) -> Optional[Buffer]:
+        for b in self.buffers:
+            if b.base <= addr < b.base + b.size:
+                return b
+        return None
+
+    def load(self, addr: int, n: int) -> List[object]:
+        b = self._last
+        if b is None or not b.base <= addr or addr + n > b.base + b.size:
+            b = self._last = self.buffer_at(addr)
+        if b is not None and addr + n <= b.base + b.size and not self.written:
+            off = addr - b.base
+            return [("m", b.name, off + i) for i in range(n)]
+        out = []
+        for a in range(addr, addr + n):
+            c = self.written.get(a)
+            if c is None:
+                b = self.buffer_at(a)
+                c = ("m", b.name, a - b.base) if b is not None else ("wild", a)
+            out.append(c)
+        return out
+
+    def store(self, addr: int, cells: Sequence[object]) -> None:
+        for i, c in enumerate(cells):
+            self.written[addr + i] = c
+
+
+# ---- events ------------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Event:
+    """What one thread asked of the hardware at one instruction: ``kind`` is ``block2d`` (a 2D block
+    load, prefetch or store), ``untyped`` (an LSC load/store of global memory, SLM or the
+    cross-thread data), ``fence``, ``barrier`` (the signal), ``wait`` (``sync.bar``), ``dpas``,
+    ``problem`` (something the hardware would do wrong or undefined) or ``eot``."""
+
+    kind: str                               # also "race": an SLM read of bytes another thread wrote
+    line: int                               # since the last barrier (the data is tagged ("race", addr))
+    text: str
+    thread: int
+    phase: int                              # barriers this thread had passed
+    desc: Optional[msg.LscDesc] = None
+    block: Optional[msg.Block2D] = None
+    elems: Tuple[tuple, ...] = ()           # block2d: (row, column, address or None); untyped: (lane, address)
+    dpas: Optional["DpasInfo"] = None
+    note: str = ""
+    used: Optional[bool] = None             # a load: whether anything read what it loaded
+
+
+@dataclass(frozen=True)
+class DpasInfo:
+    """A dpas's operands by what they hold: interned keys (``Interner``) of the bytes of its A
+    (src2) and B (src1) registers and of its accumulator (src0), as register images; ``key``
+    names the whole computation (a result byte is ``("v", key, offset)``)."""
+
+    types: Tuple[str, str, str, str]        # dst, src0 (accumulator), src1 (B), src2 (A)
+    depth: int
+    repeat: int
+    a: int
+    b: int
+    acc: int
+    key: int
+
+    def a_row(self, keys: "Interner", m: int) -> tuple:
+        """The bytes of A's row ``m`` (``depth`` dwords)."""
+        cells = keys.keys[self.a][1]
+        return cells[m * self.depth * 4:(m + 1) * self.depth * 4]
+
+    def b_col(self, keys: "Interner", n: int) -> tuple:
+        """The bytes of B's column ``n`` (one dword of each of ``depth`` GRFs)."""
+        cells = keys.keys[self.b][1]
+        return tuple(x for k in range(self.depth) for x in cells[k * GRF + 4 * n:k * GRF + 4 * n + 4])
+
+    def acc_elem(self, keys: "Interner", m: int, n: int) -> tuple:
+        cells = keys.keys[self.acc][1]
+        return cells[m * GRF + 4 * n:m * GRF + 4 * n + 4]
+
+
+# ---- a thread ------------------------------------------------------------------------------------------
+
+def _cond(c: str, a, b) -> bool:
+    if c in ("eq", "z"):
+        return a == b
+    if c in ("ne", "nz"):
+        return a != b
+    if c in ("gt", "g"):
+        return a > b
+    if c == "ge":
+        return a >= b
+    if c in ("lt", "l"):
+        return a < b
+    if c == "le":
+        return a <= b
+    if c == "un":
+        return isinstance(a, float) and (math.isnan(a) or isinstance(b, float) and math.isnan(b))
+    raise EvalError(f"condition ({c})")
+
+
+class Thread:
+    """One hardware thread: its registers (a flat list of byte cells, ``FILES``), execution mask,
+    flags and program counter. ``run`` executes until ``sync.bar``, end of thread or ``max_steps``."""
+
+    def __init__(self, prog: Program, tid: int, simd: int, memory: Memory, interner: Interner,
+                 r0: Sequence[int], max_steps: int = 200000, dispatch_mask: Optional[int] = None):
+        self.prog, self.tid, self.simd, self.mem, self.keys = prog, tid, simd, memory, interner
+        self.cells: List[object] = [UNDEF] * CELLS
+        for f in ("f", "cr"):
+            base, size, count = FILES[f]
+            self.cells[base:base + size * count] = [0] * (size * count)
+        self.cells[0:GRF] = list(r0)
+        # the dispatch mask: channels beyond the SIMD size are off (vISA: "32 SIMD execution masks
+        # which are initialized at program entry based on the dispatch SIMD size")
+        self.emask = (1 << simd) - 1 if dispatch_mask is None else dispatch_mask
+        self.waiting: Dict[int, int] = {}
+        self.pc = 0
+        self.done = False
+        self.events: List[Event] = []
+        self.steps = 0
+        self.max_steps = max_steps
+        self.pending: Dict[int, Tuple[Event, ...]] = {}   # GRF byte -> the untyped loads whose data it holds
+        self.pending_grfs: set = set()                       # the GRFs of those bytes
+        self.pending_of: Dict[Event, set] = {}               # a load -> the bytes that hold its data
+        self.signals = 0                 # barrier signals sent
+        self.phase = 0                   # barrier waits passed
+
+    # -- registers
+    def _raw(self, off: int, size: int, d: Decoded, what: str) -> int:
+        c = self.cells[off:off + size]
+        try:
+            return int.from_bytes(bytes(c), "little")
+        except TypeError:
+            raise EvalError(f"{what} holds {self._symbolic(c)} where the evaluator needs a number: {d.text}") from None
+
+    @staticmethod
+    def _symbolic(cells) -> str:
+        kinds = {c[0] for c in cells if isinstance(c, tuple)}
+        return {"u": "bytes nothing wrote", "m": "data loaded from memory", "v": "values computed from loaded data",
+                "wild": "data loaded from outside every buffer"}.get(next(iter(kinds)), str(kinds)) \
+            if len(kinds) == 1 else "symbolic bytes " + str(sorted(kinds))
+
+    def _read(self, op: Operand, ch: int):
+        """(raw bits, None) or (None, the cells) of channel ``ch`` of a source."""
+        if op.kind == "imm":
+            return op.imm[ch], None
+        if op.kind == "null":
+            return 0, None
+        off = op.offs[ch]
+        c = self.cells[off:off + op.size]
+        try:
+            return int.from_bytes(bytes(c), "little"), None
+        except TypeError:
+            return None, tuple(c)
+
+    def _write(self, op: Operand, ch: int, raw: int) -> None:
+        if op.kind == "null":
+            return
+        off = op.offs[ch]
+        self.cells[off:off + op.size] = list(raw.to_bytes(op.size, "little"))
+
+    def _flags(self, f: int, d: Decoded) -> int:
+        base = FILES["f"][0] + 4 * f
+        return self._raw(base, 4, d, f"flag register f{f}")
+
+    def _set_flag(self, f: int, sub: int, ch: int, value: bool, d: Decoded) -> None:
+        bits = self._flags(f, d)
+        bit = 1 << (16 * sub + ch)
+        bits = bits | bit if value else bits & ~bit
+        base = FILES["f"][0] + 4 * f
+        self.cells[base:base + 4] = list(bits.to_bytes(4, "little"))
+
+    def _pred(self, d: Decoded) -> List[bool]:
+        if d.pred is None:
+            return [True] * d.n
+        inv, f, sub, form = d.pred
+        bits = self._flags(f, d) >> (16 * sub)
+        if form:
+            m = re.fullmatch(r"(any|all)(\d+)", form)
+            if m is None:
+                raise EvalError(f"predicate form .{form} is not one the evaluator knows: {d.text}")
+            group = int(m.group(2))
+            vals = []
+            for ch in range(d.n):
+                g0 = (d.chan + ch) // group * group
+                sel = [(bits >> (g0 + i)) & 1 for i in range(group)]
+                v = any(sel) if m.group(1) == "any" else all(sel)
+                vals.append(v != inv)
+            return vals
+        return [bool((bits >> (d.chan + ch)) & 1) != inv for ch in range(d.n)]
+
+    def _enabled(self, d: Decoded) -> List[bool]:
+        # a predicated sel chooses between its sources in every enabled channel: not a write mask
+        pred = [True] * d.n if d.op == "sel" and d.cond is None else self._pred(d)
+        if d.nomask:
+            return pred
+        return [pred[ch] and bool((self.emask >> (d.chan + ch)) & 1) for ch in range(d.n)]
+
+    def _mode(self) -> int:
+        return (self.cells[FILES["cr"][0]] >> 4) & 3 if isinstance(self.cells[FILES["cr"][0]], int) else 0
+
+    # -- execution
+    def run(self) -> str:
+        """Execute until ``"wait"`` (a ``sync.bar``), ``"eot"``; raises ``EvalError`` past ``max_steps``."""
+        prog = self.prog
+        while True:
+            if self.pc >= len(prog.instrs):
+                raise EvalError(f"thread {self.tid} ran past the last instruction without an end of thread")
+            self.steps += 1
+            if self.steps > self.max_steps:
+                raise EvalError(f"thread {self.tid} did not finish in {self.max_steps} instructions (at instruction "
+                                f"{self.pc}: {prog.at(self.pc).text})")
+            d = prog.at(self.pc)
+            r = self.step(d)
+            if r is not None:
+                return r
+
+    def step(self, d: Decoded) -> Optional[str]:
+        if self.pending and not (self.pending_grfs.isdisjoint(d.read_grfs) and
+                                 self.pending_grfs.isdisjoint(d.write_grfs)):
+            self._track(d)
+        op = d.op
+        if op == "nop" or op == "sync" and d.sub != "bar":
+            self.pc += 1
+            return None
+        if op == "sync":
+            if d.extra and d.extra[0]:
+                raise EvalError(f"named barrier {d.extra[0]} is not modeled: {d.text}")
+            self._event("wait", d)
+            self.pc += 1
+            return "wait"
+        if op == "jmpi":
+            taken = self._pred(d)[0] if d.pred else True
+            self.pc = d.extra[0] if taken else self.pc + 1
+            return None
+        if op == "goto":
+            return self._goto(d)
+        if op == "join":
+            for lane, tgt in list(self.waiting.items()):
+                if tgt == self.pc:
+                    self.emask |= 1 << lane
+                    del self.waiting[lane]
+            self.pc = d.extra[0] if not self.emask else self.pc + 1
+            return None
+        if op in ("send", "sendc"):
+            r = self._send(d)
+            self.pc += 1
+            return r
+        if op == "dpas":
+            self._dpas(d)
+        else:
+            self._alu(d)
+        self.pc += 1
+        return None
+
+    def _track(self, d: Decoded) -> None:
+        """Follow the data of untyped loads (``pending``: GRF byte -> the loads whose data it
+        holds, none of them used yet): an ALU op passes it on to its destination (a copy, a
+        broadcast); a message, a dpas, a comparison or a flag uses it; a write buries it."""
+        p = self.pending
+        hits = set()
+        for w in ([w for w in d.reads if w in p] if len(d.reads) < len(p) else [w for w in p if w in d.reads]):
+            hits.update(p[w])
+        buried = [w for w in d.writes if w in p] if len(d.writes) < len(p) else [w for w in p if w in d.writes]
+        for w in buried:
+            del p[w]
+        if hits and not (d.op in _PASS_ON and d.cond is None and d.dst is not None and d.dst.kind == "null"):
+            # (a move to null, the send WAR workaround, reads registers and does nothing)
+            if d.op in _PASS_ON and d.cond is None and d.dst is not None and d.dst.kind == "reg" and \
+                    d.dst.file == "r":
+                events = tuple(hits)
+                for w in d.writes:
+                    p[w] = events
+                for e in events:
+                    self.pending_of.setdefault(e, set()).update(d.writes)
+                self.pending_grfs |= d.write_grfs
+            else:
+                for e in hits:
+                    e.used = True
+                    for w in self.pending_of.pop(e, ()):
+                        if w in p and all(x.used for x in p[w]):
+                            del p[w]
+                buried = True
+        if buried:
+            self.pending_grfs = {w // GRF for w in p}
+
+    def _goto(self, d: Decoded) -> None:
+        jip, uip = d.extra
+        if jip <= self.pc or uip <= self.pc:
+            raise EvalError(f"a backward goto is not modeled: {d.text}")
+        if self.prog.at(uip).op != "join":
+            raise EvalError(f"goto's target {self.prog.instrs[uip].index} is not a join: {d.text}")
+        for ch, on in enumerate(self._enabled(d)):
+            lane = d.chan + ch
+            if on and self.emask >> lane & 1:
+                self.emask &= ~(1 << lane)
+                self.waiting[lane] = uip
+        self.pc = jip if not self.emask else self.pc + 1
+
+    def _event(self, kind: str, d: Decoded, **kw) -> Event:
+        e = Event(kind, d.line, d.text, self.tid, self.phase, **kw)
+        self.events.append(e)
+        return e
+
+    # -- ALU
+    def _alu(self, d: Decoded) -> None:
+        """Every channel's sources are read before any channel's result is written (a region may
+        overlap the destination: ``mov (16) r2.0<1>:d r2.0<2;1,0>:ub``)."""
+        dst, srcs, op = d.dst, d.srcs, d.op
+        dt = dst.type
+        mode = self._mode()
+        en = self._enabled(d)
+        if d.dst.kind == "reg" and d.dst.file == "cr" and op not in ("or", "xor", "and", "mov"):
+            raise EvalError(f"'{op}' of the control register is not modeled: {d.text}")
+        reads = []
+        for ch in range(d.n):
+            if en[ch]:
+                reads.append((ch, [self._read(s, ch) for s in srcs]))
+        writes, flags = [], []
+        for ch, rs in reads:
+            raws = [raw if cells is None else cells for raw, cells in rs]
+            if any(cells is not None for _, cells in rs):
+                writes.append((ch, self._alu_symbolic(d, ch, raws)))
+                continue
+            copy = self._copied(d, ch)
+            if copy is not None:     # a move without conversion copies the bits (NaN payloads too)
+                s = srcs[copy]
+                writes.append((ch, list(raws[copy].to_bytes(s.size, "little"))))
+                continue
+            vals = [self._value(s, raw) for s, raw in zip(srcs, raws)]
+            if op == "cmp":
+                r = _cond(d.cond[0], *self._promote(vals, srcs))
+                flags.append((ch, r))
+                writes.append((ch, list(((1 << 8 * dst.size) - 1 if r else 0).to_bytes(dst.size, "little"))))
+                continue
+            res = self._compute(d, ch, vals, srcs)
+            raw = _from_num(res, dt, mode, d.sat) if not (isinstance(res, int) and op in _BITWISE and
+                                                          dt not in FLOATS) else res & ((1 << 8 * dst.size) - 1)
+            writes.append((ch, list(raw.to_bytes(dst.size, "little"))))
+            # sel/csel with a conditional modifier (min/max) write no flag (as Mesa's flags_written says)
+            if d.cond is not None and op not in ("sel", "csel"):
+                flags.append((ch, _cond(d.cond[0], _to_num(raw, dt), 0)))
+        if dst.kind == "reg":
+            for ch, cells in writes:
+                off = dst.offs[ch]
+                self.cells[off:off + dst.size] = cells
+        for ch, r in flags:
+            self._set_flag(d.cond[1], d.cond[2], d.chan + ch, r, d)
+
+    def _copied(self, d: Decoded, ch: int) -> Optional[int]:
+        """The source a mov or predicated sel copies without conversion (same type, or integer
+        types of the same size; no modifier), or None."""
+        if d.op == "mov":
+            i = 0
+        elif d.op == "sel" and d.cond is None:
+            i = 0 if self._pred(d)[ch] else 1
+        else:
+            return None
+        s, t = d.srcs[i], d.dst
+        if d.sat or s.neg or s.abs or s.notbits or s.kind == "null" or not t.type:
+            return None
+        same = s.type == t.type or (s.size == t.size and s.type not in FLOATS and t.type not in FLOATS)
+        return i if same else None
+
+    def _value(self, s: Operand, raw: int):
+        v = _to_num(raw, s.type)
+        if s.notbits:
+            v = ~v
+        if s.abs:
+            v = abs(v)
+        if s.neg:
+            v = -v
+        return v
+
+    @staticmethod
+    def _promote(vals, srcs):
+        if any(s.type in FLOATS for s in srcs):
+            return [Fraction(v) if not isinstance(v, float) or math.isfinite(v) else v for v in vals]
+        return vals
+
+    def _compute(self, d: Decoded, ch: int, v: list, srcs: Sequence[Operand]):
+        op = d.op
+        isfloat = any(s.type in FLOATS for s in srcs)
+        if isfloat and op in _BITWISE:
+            raise EvalError(f"'{op}' on floats is not modeled: {d.text}")
+        if isfloat:
+            v = self._promote(v, srcs)
+        if op == "mov":
+            return v[0]
+        if op == "sel":
+            if d.cond is not None:     # (ge)/(gt): max, (lt)/(le): min
+                return v[0] if _cond(d.cond[0], v[0], v[1]) else v[1]
+            return v[0] if self._pred(d)[ch] else v[1]
+        if op == "csel":
+            return v[0] if _cond(d.cond[0], v[2], 0) else v[1]
+        if op == "add":
+            return v[0] + v[1]
+        if op == "add3":
+            return v[0] + v[1] + v[2]
+        if op == "mul":
+            return v[0] * v[1]
+        if op == "mad":
+            return v[0] + v[1] * v[2]
+        if op == "mach":
+            return (v[0] * v[1]) >> 32
+        if op == "macl":
+            return v[0] * v[1]
+        if op == "math":
+            x = Fraction(v[0]) if not isinstance(v[0], Fraction) else v[0]
+            if d.sub == "inv":
+                return math.inf if x == 0 else 1 / x
+            r = math.sqrt(float(x)) if x >= 0 else math.nan
+            return r if d.sub == "sqrt" else (math.inf if r == 0 else 1 / r)
+        if op in ("shl", "shr", "asr"):
+            wide = max(s.size for s in srcs[:1] + (d.dst,)) == 8
+            n = v[1] & (63 if wide else 31)
+            if op == "shl":
+                return v[0] << n
+            size = srcs[0].size
+            x = v[0] & ((1 << 8 * size) - 1) if op == "shr" else v[0]
+            return x >> n
+        if op == "and":
+            return v[0] & v[1]
+        if op == "or":
+            return v[0] | v[1]
+        if op == "xor":
+            return v[0] ^ v[1]
+        if op == "not":
+            return ~v[0]
+        if op == "bfn":
+            return eval(d.extra[0], {}, {"a": v[0], "b": v[1], "c": v[2]})  # noqa: S307 (compiled from iga's text)
+        raise EvalError(f"'{op}' is not modeled: {d.text}")
+
+    def _alu_symbolic(self, d: Decoded, ch: int, raws: list) -> List[object]:
+        """The destination cells of an ALU op with a symbolic source: a plain copy keeps the bytes
+        (a mov, or a predicated sel, between same-size integer types or the same type), anything
+        else makes a value named by its inputs; a comparison of symbols is a decision on loaded
+        data, which is not modeled."""
+        dst, srcs = d.dst, d.srcs
+        if d.op == "cmp" or d.cond is not None and d.op not in ("sel",):
+            raise EvalError(f"a comparison of {self._symbolic(next(r for r in raws if isinstance(r, tuple)))} "
+                            f"is not modeled: {d.text}")
+        pick = None
+        if d.op == "mov":
+            pick = 0
+        elif d.op == "sel" and d.cond is None:
+            pick = 0 if self._pred(d)[ch] else 1
+        if pick is not None:
+            s = srcs[pick]
+            same = s.type == dst.type or (s.size == dst.size and s.type not in FLOATS and dst.type not in FLOATS)
+            if same and not (s.neg or s.abs or s.notbits or d.sat):
+                raw = raws[pick]
+                return list(raw) if isinstance(raw, tuple) else list(raw.to_bytes(dst.size, "little"))
+        args = tuple(("c", r) if isinstance(r, int) else ("s", self.keys.key(r)) for r in raws)
+        mods = tuple((s.type, s.neg, s.abs, s.notbits) for s in srcs)
+        k = self.keys.key(("alu", d.op, d.sub, dst.type, d.sat, mods, args))
+        return [("v", k, i) for i in range(max(dst.size, 1))]
+
+    # -- dpas
+    def _dpas(self, d: Decoded) -> None:
+        """dpas (pvc, SIMD16): dst(m, n) = src0(m, n) + sum_k A(m, k) * B(k, n), with A (src2) row m
+        at byte ``m * depth * 4`` (depth dwords a row), B (src1) dword row k at GRF k, lane n, and
+        src0/dst element (m, n) at GRF m, lane n. The result's bytes are named by the operands'
+        bytes (a Merkle key): ``("v", key, byte offset)``."""
+        depth, rc, ops = d.extra
+        (dst, dt), (s0, t0), (s1, t1), (s2, t2) = ops
+        if TYPES[dt][0] != 4 or d.n != 16 or dst is None or s1 is None or s2 is None:
+            raise EvalError(f"dpas form (SIMD{d.n}, :{dt}) is not one the evaluator knows: {d.text}")
+        c = self.cells
+        size = rc * GRF
+        a = self.keys.key(("A", tuple(c[s2:s2 + rc * depth * 4])))
+        b = self.keys.key(("B", tuple(c[s1:s1 + depth * GRF])))
+        acc = self.keys.key(("C", tuple(c[s0:s0 + size]) if s0 is not None else (0,) * size))
+        types = (dt, t0, t1, t2)
+        key = self.keys.key(("dpas", types, depth, rc, a, b, acc))
+        c[dst:dst + size] = [("v", key, i) for i in range(size)]
+        self._event("dpas", d, dpas=DpasInfo(types, depth, rc, a, b, acc, key))
+
+    # -- sends
+    def _send(self, d: Decoded) -> Optional[str]:
+        sfid, dst, src0, src1, src1_len, ex_desc, desc = d.extra
+        if sfid == "gtwy":
+            if d.eot:
+                self._event("eot", d)
+                self.done = True
+                return "eot"
+            if msg.describe_gateway(desc) == "barrier signal":
+                self.signals += 1
+                self._event("barrier", d)
+                return None
+            raise EvalError(f"gateway message 0x{desc:x} is not modeled: {d.text}")
+        if sfid not in ("ugm", "slm"):
+            raise EvalError(f"send to '{sfid}' is not modeled: {d.text}")
+        try:
+            ld = msg.decode_lsc(desc, ex_desc, sfid)
+        except msg.MessageError as e:
+            raise EvalError(f"{e}: {d.text}") from None
+        iga = d.comment.partition(";")[2].strip()
+        if ld.op == "fence" and not iga.startswith(ld.name) or ld.op != "fence" and iga != ld.name:
+            raise EvalError(f"the evaluator reads descriptor 0x{desc:08x} as {ld.name}, iga64 as {iga}: {d.text}")
+        if ld.op == "fence":
+            self._event("fence", d, desc=ld)
+            if dst is not None:
+                self.cells[dst * GRF:(dst + ld.rlen) * GRF] = [0] * (ld.rlen * GRF)
+            return None
+        if ld.op.endswith("block2d"):
+            self._block2d(d, ld, dst, src0, src1, src1_len)
+        elif ld.op in ("load", "store"):
+            self._untyped(d, ld, dst, src0, src1, src1_len)
+        else:
+            raise EvalError(f"LSC message {ld.name} is not modeled: {d.text}")
+        return None
+
+    def _block2d(self, d: Decoded, ld: msg.LscDesc, dst, src0, src1, src1_len) -> None:
+        payload = [self._raw(src0 * GRF + 4 * i, 4, d, f"2D block payload dword {i} (r{src0}.{i})") for i in range(8)]
+        b = msg.Block2D.from_dwords(payload)
+        es = msg.DATA_BYTES[ld.data_size][0]
+        try:
+            grfs, rel = msg.block_shape_layout(ld.name, es, ld.transpose, ld.vnni, b.w, b.h, b.n)
+        except msg.MessageError as e:
+            raise EvalError(f"{e} (payload {b.fields()}): {d.text}") from None
+        # (msg.block2d_element, inlined: the hardware reads zero outside the surface and writes nothing there)
+        width, height, pitch, base, x0, y0 = b.width + 1, b.height, b.pitch + 1, b.base, b.x, b.y
+        elems = []
+        for roff, dr, dc in rel:
+            row, col = y0 + dr, x0 + dc
+            addr = base + row * pitch + col * es if 0 <= row <= height and col >= 0 and (col + 1) * es <= width \
+                else None
+            elems.append((roff, row, col, addr))
+        if ld.op == "load_block2d" and dst is not None:
+            resp = [0] * (grfs * GRF)
+            load = self.mem.load
+            for roff, _, _, addr in elems:
+                if addr is not None:
+                    resp[roff:roff + es] = load(addr, es)
+            self.cells[dst * GRF:dst * GRF + len(resp)] = resp
+        elif ld.op == "store_block2d":
+            if src1 is None:
+                raise EvalError(f"a 2D block store without data: {d.text}")
+            for roff, _, _, addr in elems:
+                if addr is not None:
+                    self.mem.store(addr, self.cells[src1 * GRF + roff:src1 * GRF + roff + es])
+        problems = msg.block2d_problems(ld, b, grfs, src1_len if ld.op == "store_block2d" else None)
+        if ld.op == "load_block2d" and dst is None and ld.rlen:
+            problems.append(f"a load with response length {ld.rlen} into null")
+        self._event("block2d", d, desc=ld, block=b, elems=tuple((r, c, a) for _, r, c, a in elems),
+                    note="; ".join(problems))
+
+    def _untyped(self, d: Decoded, ld: msg.LscDesc, dst, src0, src1, src1_len) -> None:
+        mem_es, reg_es, comp = msg.untyped_layout(ld, d.n)
+        space = "slm" if ld.sfid == "slm" else "global" if ld.addr_type == "flat" and ld.addr_size == "a64" else \
+            "crossthread" if ld.addr_type == "bti" and ld.bti == 255 else None
+        if space is None or ld.addr_size not in ("a32", "a64"):
+            raise EvalError(f"{ld.name}: address model not modeled: {d.text}")
+        asz = 4 if ld.addr_size == "a32" else 8
+        load = ld.op == "load"
+        if ld.transpose:
+            lanes = [(0, self._raw(src0 * GRF, asz, d, "the block message's address"))]
+            slots = [(0, lanes[0][1] + i * mem_es, i * reg_es) for i in range(ld.vector)]
+            want = -(-ld.vector * reg_es // GRF)
+        else:
+            en = self._enabled(d)
+            lanes = [(ch, self._raw(src0 * GRF + ch * asz, asz, d, f"lane {ch}'s address")) for ch in range(d.n)
+                     if en[ch]]
+            slots = [(ch, a + v * mem_es, v * comp + ch * reg_es) for ch, a in lanes for v in range(ld.vector)]
+            want = ld.vector * comp // GRF
+        problems = []
+        if load and ld.rlen != want and dst is not None:
+            problems.append(f"response length {ld.rlen} GRFs, the data is {want}")
+        if not load and src1_len != want:
+            problems.append(f"store data {src1_len} GRFs, the data is {want}")
+        for ch, addr, roff in slots:
+            if load:
+                if dst is None:
+                    continue
+                cells = self._mem_read(space, addr, mem_es, d) + [0] * (reg_es - mem_es)
+                self.cells[dst * GRF + roff:dst * GRF + roff + reg_es] = cells
+            else:
+                if src1 is None:
+                    raise EvalError(f"a store without data: {d.text}")
+                self._mem_write(space, addr, self.cells[src1 * GRF + roff:src1 * GRF + roff + mem_es], d)
+        e = self._event("untyped", d, desc=ld, elems=tuple((ch, a) for ch, a, _ in slots), note="; ".join(problems))
+        if load and dst is not None:
+            e.used = False
+            mine = self.pending_of.setdefault(e, set())
+            for _, _, roff in slots:
+                for b in range(dst * GRF + roff, dst * GRF + roff + reg_es):
+                    self.pending[b] = (e,)
+                    mine.add(b)
+            self.pending_grfs = {w // GRF for w in self.pending}
+
+    def _mem_read(self, space: str, addr: int, n: int, d: Decoded) -> List[object]:
+        if space == "global":
+            return self.mem.load(addr, n)
+        if space == "crossthread":
+            if addr < 0 or addr + n > len(self.mem.crossthread):
+                raise EvalError(f"cross-thread data read at {addr}..{addr + n} outside its "
+                                f"{len(self.mem.crossthread)} bytes: {d.text}")
+            return list(self.mem.crossthread[addr:addr + n])
+        out, racy = [], []
+        for a in range(addr, addr + n):
+            w = self.mem.slm_writer.get(a)
+            if w is not None and w[0] != self.tid and w[1] == self.phase:
+                racy.append(a)       # another thread wrote it since the last barrier: old or new data
+                out.append(("race", a))
+            else:
+                out.append(self.mem.slm.get(a, ("slm-undef", a)))
+        if racy:
+            self._event("race", d, note=f"SLM bytes 0x{racy[0]:x}..0x{racy[-1]:x} read in barrier phase "
+                                        f"{self.phase} were written by another thread in the same phase")
+        return out
+
+    def _mem_write(self, space: str, addr: int, cells, d: Decoded) -> None:
+        if space == "global":
+            self.mem.store(addr, cells)
+        elif space == "slm":
+            for i, c in enumerate(cells):
+                self.mem.slm[addr + i] = c
+                self.mem.slm_writer[addr + i] = (self.tid, self.phase)
+        else:
+            raise EvalError(f"a store to the {space} space: {d.text}")
+
+
+_BITWISE = frozenset({"and", "or", "xor", "not", "bfn", "shl", "shr", "asr"})
+_PASS_ON = frozenset(_ALU) - {"cmp"}
+
+
+# ---- a workgroup ---------------------------------------------------------------------------------------
+
+class Workgroup:
+    """The threads of one workgroup (``threads`` of them, SIMD ``simd``) run to their end, a
+    barrier releasing when every live thread has signalled it. ``only``: run just these threads
+    (a kernel without barriers; the others never run)."""
+
+    def __init__(self, prog: Program, simd: int, threads: int, memory: Memory, interner: Interner,
+                 group: Tuple[int, int, int] = (0, 0, 0), only: Optional[Sequence[int]] = None,
+                 max_steps: int = 200000, dispatch_mask: Optional[int] = None, ignore_barriers: bool = False):
+        self.threads = []
+        self.ignore_barriers = ignore_barriers   # (a listing of some threads only: SLM contents are wrong)
+        for t in (range(threads) if only is None else only):
+            r0 = [0] * GRF
+            for dw, v in ((1, group[0]), (6, group[1]), (7, group[2])):
+                r0[4 * dw:4 * dw + 4] = list(int(v).to_bytes(4, "little"))
+            r0[8] = t            # r0.2 bits 7:0: the thread's index in its group
+            self.threads.append(Thread(prog, t, simd, memory, interner, r0, max_steps, dispatch_mask))
+        self.only = only is not None
+
+    def run(self) -> List[Thread]:
+        while not all(t.done for t in self.threads):
+            progressed = False
+            for t in self.threads:
+                if t.done:
+                    continue
+                if t.events and t.events[-1].kind == "wait" and t.phase < t.signals:
+                    if self.ignore_barriers:
+                        t.phase = t.signals
+                    elif self.only:
+                        raise EvalError(f"thread {t.tid} waits at a barrier but only threads "
+                                        f"{[x.tid for x in self.threads]} run")
+                    if not all(o.done or o.signals >= t.signals for o in self.threads):
+                        continue
+                    t.phase = t.signals
+                t.run()
+                progressed = True
+            if not progressed:
+                waiting = [(t.tid, t.signals) for t in self.threads if not t.done]
+                raise EvalError(f"the workgroup's threads wait for each other at barriers: (thread, signals) "
+                                f"{waiting}")
+        return self.threads
