@@ -253,7 +253,7 @@ def run_variant(case: Case, v: Variant, keys: ev.Interner, group: Tuple[int, int
     reading of SIMD32 instructions without NoMask in a SIMD16 kernel)."""
     bufs = buffers(case)
     grid = tuple(max(g + 1, 1) for g in group)
-    mem = ev.Memory(bufs, crossthread(case, v, bufs, grid))
+    mem = ev.Memory(bufs, crossthread(case, v, bufs, grid), keys)
     only = None if v.barriers or case.threads is None else [t for t in case.threads if t < v.threads]
     prog = ev.Program.from_text(v.text)
     wg = ev.Workgroup(prog, v.simd, v.threads, mem, keys, group=group, only=only, max_steps=max_steps,
@@ -283,7 +283,7 @@ def block2d_elements(t: ev.Thread) -> Counter:
     for e in t.events:
         if e.kind == "block2d":
             k = block2d_key(e)
-            out.update((k, row, col) for row, col, _ in e.elems)
+            out.update((k, row, c0 + i) for row, c0, count, _ in e.elems for i in range(count))
     return out
 
 
@@ -343,21 +343,21 @@ class Describer:
                 self.dpas_names.setdefault(e.dpas.key, f"{prefix}dpas#{n}")
                 n += 1
 
-    def element(self, cells: Sequence[object]):
+    def element(self, cells: Sequence[int]):
         """('const', value) | ('m', buffer, offset) | ('dpas', name, m, n) | ('other', text)."""
-        if all(isinstance(c, int) for c in cells):
+        if all(c >= 0 for c in cells):
             return ("const", int.from_bytes(bytes(cells), "little"))
-        c0 = cells[0]
-        if isinstance(c0, tuple) and c0[0] == "m" and all(isinstance(c, tuple) and c[0] == "m" and c[1] == c0[1] and
-                                                          c[2] == c0[2] + i for i, c in enumerate(cells)):
-            return ("m", c0[1], c0[2])
-        if isinstance(c0, tuple) and c0[0] == "v" and all(isinstance(c, tuple) and c[:2] == c0[:2] for c in cells):
-            k = self.keys.keys[c0[1]]
+        syms = [ev.split_byte(c) if c < 0 else None for c in cells]
+        s0 = syms[0]
+        if s0 is not None and all(s is not None and s[0] == s0[0] and s[1] == s0[1] + i for i, s in enumerate(syms)):
+            k = self.keys.keys[s0[0]]
+            if k[0] == "mem":
+                return ("m", k[1], s0[1])
             if k[0] == "dpas":
-                m, n = divmod(c0[2], ev.GRF)
-                return ("dpas", self.dpas_names.get(c0[1], f"dpas<{c0[1]}>"), m, n // 4)
-            return ("other", f"{k[0]}:{k[1]}")
-        kinds = sorted({c[0] if isinstance(c, tuple) else "const" for c in cells})
+                m, n = divmod(s0[1], ev.GRF)
+                return ("dpas", self.dpas_names.get(s0[0], f"dpas<{s0[0]}>"), m, n // 4)
+            return ("other", k[0])
+        kinds = sorted({self.keys.keys[s[0]][0] if s is not None else "const" for s in syms})
         return ("other", "+".join(kinds))
 
     def region(self, cells: Sequence[object], es: int) -> str:
@@ -414,9 +414,10 @@ def describe_message(e: ev.Event, ds: Describer) -> str:
     d = e.desc
     if e.kind == "block2d":
         b = e.block
-        inside = [a for _, _, a in e.elems if a is not None]
+        inside = sum(n for _, _, n, a in e.elems if a is not None)
+        total = sum(n for _, _, n, _ in e.elems)
         return (f"[{e.line}] {d.name} {ds.base(b.base)} {b.width + 1}Bx{b.height + 1}/{b.pitch + 1}B x={b.x} y={b.y} "
-                f"{b.n}x{b.h}x{b.w} rlen={d.rlen}, {len(inside)}/{len(e.elems)} inside")
+                f"{b.n}x{b.h}x{b.w} rlen={d.rlen}, {inside}/{total} inside")
     if e.kind == "untyped":
         addrs = [a for _, a in e.elems]
         span = f"{ds.where(min(addrs))}..{ds.where(max(addrs))}" if addrs else "no lanes"
@@ -585,9 +586,10 @@ def _messages_with(t: ev.Thread, elems: Counter, ds: Describer) -> List[str]:
         if e.kind != "block2d":
             continue
         k = block2d_key(e)
-        n = sum(1 for row, col, _ in e.elems if elems.get((k, row, col)))
+        n = sum(1 for row, col, _ in ev.block_elements(e) if elems.get((k, row, col)))
         if n:
-            out.append(describe_message(e, ds) + (f", {n} of them" if n != len(e.elems) else ""))
+            total = sum(c for _, _, c, _ in e.elems)
+            out.append(describe_message(e, ds) + (f", {n} of them" if n != total else ""))
     return out
 
 

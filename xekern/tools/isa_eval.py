@@ -4,12 +4,13 @@ records, in program order, what each thread asks of the hardware: every send (it
 the concrete values of its payload), every dpas (what its operands hold) and every barrier.
 
 Values loaded from memory are never needed as numbers: a register byte is either a concrete byte
-(an int) or a symbol (a tuple): ``("m", buffer, offset)`` is a byte loaded from memory (its
-provenance), ``("v", key, i)`` byte ``i`` of a value computed from symbols (a dpas result, a
-conversion), ``("u",)`` a byte nothing wrote. So a dpas operand says which bytes of which buffer it
-holds, whatever messages loaded them; a dpas result is named by what it was computed from (a
-Merkle key), so two lowerings of the same kernel compute equal keys iff their dpas chains read the
-same data in the same order.
+(0..255) or a symbolic byte (a negative int, ``sym_byte``): byte ``offset`` of a symbol named by
+an ``Interner`` key, ``("mem", buffer)`` for a byte loaded from memory (its provenance: buffer and
+offset), ``("dpas", ...)`` or ``("alu", ...)`` for a value computed from symbols, ``("undef",)`` for
+a byte nothing wrote. So a dpas operand says which bytes of which buffer it holds, whatever
+messages loaded them; a dpas result is named by what it was computed from (a Merkle key), so two
+lowerings of the same kernel compute equal keys iff their dpas chains read the same data in the
+same order.
 
 Covered (the subset IGC 2.x emits for xekern's kernels): mov, sel, csel, add, add3, mul, mad,
 mach, macl, shl, shr, asr, and, or, xor, not, bfn, cmp (flag registers, predication, conditional
@@ -56,7 +57,6 @@ NUM_GRF = 256
 FILES = {"r": (0, GRF, NUM_GRF), "acc": (NUM_GRF * GRF, 32, 16), "f": (NUM_GRF * GRF + 512, 4, 4),
          "cr": (NUM_GRF * GRF + 528, 4, 4)}
 CELLS = NUM_GRF * GRF + 544
-UNDEF = ("u",)
 
 TYPES = {"b": (1, "s"), "ub": (1, "u"), "w": (2, "s"), "uw": (2, "u"), "d": (4, "s"), "ud": (4, "u"),
          "q": (8, "s"), "uq": (8, "u"), "hf": (2, "hf"), "bf": (2, "bf"), "f": (4, "f"), "df": (8, "df"),
@@ -74,11 +74,15 @@ class EvalError(Exception):
 class Interner:
     """Small integer ids for structural keys, shared by every run that is compared, so that equal
     structures get equal ids (``key(("dpas", ...))``) and ids can be turned back into what they
-    name (``describe``)."""
+    name (``keys[id]``)."""
 
     def __init__(self):
         self.ids: Dict[tuple, int] = {}
         self.keys: List[tuple] = []
+        self.undef = self.key(("undef",))          # a register byte nothing wrote
+        self.race = self.key(("race",))            # an SLM byte another thread wrote in the same phase
+        self.slm_undef = self.key(("slm-undef",))  # an SLM byte nothing wrote
+        self.wild = self.key(("wild",))            # a byte outside every buffer
 
     def key(self, k: tuple) -> int:
         i = self.ids.get(k)
@@ -86,6 +90,27 @@ class Interner:
             i = self.ids[k] = len(self.keys)
             self.keys.append(k)
         return i
+
+    def kind(self, cell: int) -> str:
+        """What a symbolic byte is: "mem", "dpas", "alu", "undef", "race", ..."""
+        return self.keys[split_byte(cell)[0]][0]
+
+
+def sym_byte(sym: int, offset: int) -> int:
+    """Byte ``offset`` of symbol ``sym`` (an ``Interner`` id) as a register or memory cell."""
+    return -1 - ((sym << 32) | (offset & 0xFFFFFFFF))
+
+
+def sym_bytes(sym: int, offset: int, n: int) -> List[int]:
+    """Bytes ``offset`` .. ``offset + n - 1`` of symbol ``sym``."""
+    s = sym_byte(sym, offset)
+    return list(range(s, s - n, -1))
+
+
+def split_byte(cell: int) -> Tuple[int, int]:
+    """(symbol, offset) of a symbolic byte."""
+    v = -1 - cell
+    return v >> 32, v & 0xFFFFFFFF
 
 
 def _to_num(raw: int, t: str):
@@ -500,11 +525,13 @@ class Buffer:
 
 
 class Memory:
-    """The memory a workgroup's threads see: global buffers (a byte nobody stored is the symbol
-    ``("m", buffer, offset)``; a byte outside every buffer ``("wild", address)``), shared local
-    memory and the cross-thread data the kernel loads its arguments from. Stores are kept."""
+    """The memory a workgroup's threads see: global buffers (a byte nobody stored is byte
+    ``offset`` of the symbol ``("mem", buffer)``; a byte outside every buffer is ``wild``), shared
+    local memory and the cross-thread data the kernel loads its arguments from. Stores are kept."""
 
-    def __init__(self, buffers: Sequence[Buffer], crossthread: bytes):
+    def __init__(self, buffers: Sequence[Buffer], crossthread: bytes, keys: Interner):
+        self.keys = keys
+        self.sym = {b.name: keys.key(("mem", b.name)) for b in buffers}
         self.buffers = sorted(buffers, key=lambda b: b.base)
         self.written: Dict[int, object] = {}
         self.slm: Dict[int, object] = {}
@@ -523,14 +550,13 @@ class Memory:
         if b is None or not b.base <= addr or addr + n > b.base + b.size:
             b = self._last = self.buffer_at(addr)
         if b is not None and addr + n <= b.base + b.size and not self.written:
-            off = addr - b.base
-            return [("m", b.name, off + i) for i in range(n)]
+            return sym_bytes(self.sym[b.name], addr - b.base, n)
         out = []
         for a in range(addr, addr + n):
             c = self.written.get(a)
             if c is None:
                 b = self.buffer_at(a)
-                c = ("m", b.name, a - b.base) if b is not None else ("wild", a)
+                c = sym_byte(self.sym[b.name], a - b.base) if b is not None else sym_byte(self.keys.wild, a)
             out.append(c)
         return out
 
@@ -549,23 +575,32 @@ class Event:
     ``problem`` (something the hardware would do wrong or undefined) or ``eot``."""
 
     kind: str                               # also "race": an SLM read of bytes another thread wrote
-    line: int                               # since the last barrier (the data is tagged ("race", addr))
+    line: int                               # since the last barrier (its data is the symbol "race")
     text: str
     thread: int
     phase: int                              # barriers this thread had passed
     desc: Optional[msg.LscDesc] = None
     block: Optional[msg.Block2D] = None
-    elems: Tuple[tuple, ...] = ()           # block2d: (row, column, address or None); untyped: (lane, address)
+    elems: Tuple[tuple, ...] = ()           # block2d: runs (row, column, count, address or None outside the
+    #                                         surface), ``block_elements``; untyped: (lane, address)
     dpas: Optional["DpasInfo"] = None
     note: str = ""
     used: Optional[bool] = None             # a load: whether anything read what it loaded
+
+
+def block_elements(e: Event):
+    """(row, column, address or None) of every element a 2D block message touches."""
+    es = msg.DATA_BYTES[e.desc.data_size][0]
+    for row, c0, count, addr in e.elems:
+        for i in range(count):
+            yield row, c0 + i, None if addr is None else addr + i * es
 
 
 @dataclass(frozen=True)
 class DpasInfo:
     """A dpas's operands by what they hold: interned keys (``Interner``) of the bytes of its A
     (src2) and B (src1) registers and of its accumulator (src0), as register images; ``key``
-    names the whole computation (a result byte is ``("v", key, offset)``)."""
+    names the whole computation (a result byte is ``sym_byte(key, offset)``)."""
 
     types: Tuple[str, str, str, str]        # dst, src0 (accumulator), src1 (B), src2 (A)
     depth: int
@@ -617,7 +652,7 @@ class Thread:
     def __init__(self, prog: Program, tid: int, simd: int, memory: Memory, interner: Interner,
                  r0: Sequence[int], max_steps: int = 200000, dispatch_mask: Optional[int] = None):
         self.prog, self.tid, self.simd, self.mem, self.keys = prog, tid, simd, memory, interner
-        self.cells: List[object] = [UNDEF] * CELLS
+        self.cells: List[int] = [sym_byte(interner.undef, 0)] * CELLS
         for f in ("f", "cr"):
             base, size, count = FILES[f]
             self.cells[base:base + size * count] = [0] * (size * count)
@@ -642,14 +677,15 @@ class Thread:
         c = self.cells[off:off + size]
         try:
             return int.from_bytes(bytes(c), "little")
-        except TypeError:
+        except (TypeError, ValueError):
             raise EvalError(f"{what} holds {self._symbolic(c)} where the evaluator needs a number: {d.text}") from None
 
-    @staticmethod
-    def _symbolic(cells) -> str:
-        kinds = {c[0] for c in cells if isinstance(c, tuple)}
-        return {"u": "bytes nothing wrote", "m": "data loaded from memory", "v": "values computed from loaded data",
-                "wild": "data loaded from outside every buffer"}.get(next(iter(kinds)), str(kinds)) \
+    def _symbolic(self, cells) -> str:
+        kinds = {self.keys.kind(c) for c in cells if c < 0}
+        return {"undef": "bytes nothing wrote", "mem": "data loaded from memory",
+                "dpas": "values computed from loaded data", "alu": "values computed from loaded data",
+                "wild": "data loaded from outside every buffer", "race": "racy SLM data",
+                "slm-undef": "SLM bytes nothing wrote"}.get(next(iter(kinds)), str(kinds)) \
             if len(kinds) == 1 else "symbolic bytes " + str(sorted(kinds))
 
     def _read(self, op: Operand, ch: int):
@@ -662,7 +698,7 @@ class Thread:
         c = self.cells[off:off + op.size]
         try:
             return int.from_bytes(bytes(c), "little"), None
-        except TypeError:
+        except (TypeError, ValueError):
             return None, tuple(c)
 
     def _write(self, op: Operand, ch: int, raw: int) -> None:
@@ -966,14 +1002,14 @@ class Thread:
         args = tuple(("c", r) if isinstance(r, int) else ("s", self.keys.key(r)) for r in raws)
         mods = tuple((s.type, s.neg, s.abs, s.notbits) for s in srcs)
         k = self.keys.key(("alu", d.op, d.sub, dst.type, d.sat, mods, args))
-        return [("v", k, i) for i in range(max(dst.size, 1))]
+        return sym_bytes(k, 0, max(dst.size, 1))
 
     # -- dpas
     def _dpas(self, d: Decoded) -> None:
         """dpas (pvc, SIMD16): dst(m, n) = src0(m, n) + sum_k A(m, k) * B(k, n), with A (src2) row m
         at byte ``m * depth * 4`` (depth dwords a row), B (src1) dword row k at GRF k, lane n, and
         src0/dst element (m, n) at GRF m, lane n. The result's bytes are named by the operands'
-        bytes (a Merkle key): ``("v", key, byte offset)``."""
+        bytes (a Merkle key): ``sym_byte(key, byte offset)``."""
         depth, rc, ops = d.extra
         (dst, dt), (s0, t0), (s1, t1), (s2, t2) = ops
         if TYPES[dt][0] != 4 or d.n != 16 or dst is None or s1 is None or s2 is None:
@@ -985,7 +1021,7 @@ class Thread:
         acc = self.keys.key(("C", tuple(c[s0:s0 + size]) if s0 is not None else (0,) * size))
         types = (dt, t0, t1, t2)
         key = self.keys.key(("dpas", types, depth, rc, a, b, acc))
-        c[dst:dst + size] = [("v", key, i) for i in range(size)]
+        c[dst:dst + size] = sym_bytes(key, 0, size)
         self._event("dpas", d, dpas=DpasInfo(types, depth, rc, a, b, acc, key))
 
     # -- sends
@@ -1024,39 +1060,53 @@ class Thread:
         return None
 
     def _block2d(self, d: Decoded, ld: msg.LscDesc, dst, src0, src1, src1_len) -> None:
+        """A 2D block load, prefetch or store, run by run of the block's layout: the hardware reads
+        zero outside the surface (``msg.block2d_element``) and writes nothing there."""
         payload = [self._raw(src0 * GRF + 4 * i, 4, d, f"2D block payload dword {i} (r{src0}.{i})") for i in range(8)]
         b = msg.Block2D.from_dwords(payload)
         es = msg.DATA_BYTES[ld.data_size][0]
         try:
-            grfs, rel = msg.block_shape_layout(ld.name, es, ld.transpose, ld.vnni, b.w, b.h, b.n)
+            grfs, runs = msg.block_shape_runs(ld.name, es, ld.transpose, ld.vnni, b.w, b.h, b.n)
         except msg.MessageError as e:
             raise EvalError(f"{e} (payload {b.fields()}): {d.text}") from None
-        # (msg.block2d_element, inlined: the hardware reads zero outside the surface and writes nothing there)
-        width, height, pitch, base, x0, y0 = b.width + 1, b.height, b.pitch + 1, b.base, b.x, b.y
-        elems = []
-        for roff, dr, dc in rel:
-            row, col = y0 + dr, x0 + dc
-            addr = base + row * pitch + col * es if 0 <= row <= height and col >= 0 and (col + 1) * es <= width \
-                else None
-            elems.append((roff, row, col, addr))
-        if ld.op == "load_block2d" and dst is not None:
-            resp = [0] * (grfs * GRF)
-            load = self.mem.load
-            for roff, _, _, addr in elems:
-                if addr is not None:
-                    resp[roff:roff + es] = load(addr, es)
+        cols, height, pitch = (b.width + 1) // es, b.height, b.pitch + 1
+        load = ld.op == "load_block2d" and dst is not None
+        store = ld.op == "store_block2d"
+        if store and src1 is None:
+            raise EvalError(f"a 2D block store without data: {d.text}")
+        resp = [0] * (grfs * GRF) if load else None
+        segs = []       # (row, first column, count, address of the first or None outside the surface)
+        for roff, stride, dr, dc, count in runs:
+            row, c0 = b.y + dr, b.x + dc
+            lo, hi = max(c0, 0), min(c0 + count, cols)
+            if not 0 <= row <= height or lo >= hi:
+                segs.append((row, c0, count, None))
+                continue
+            if lo > c0:
+                segs.append((row, c0, lo - c0, None))
+            addr = b.base + row * pitch + lo * es
+            segs.append((row, lo, hi - lo, addr))
+            if hi < c0 + count:
+                segs.append((row, hi, c0 + count - hi, None))
+            r0, nbytes = roff + (lo - c0) * stride, (hi - lo) * es
+            if load:
+                cells = self.mem.load(addr, nbytes)
+                if stride == es:
+                    resp[r0:r0 + nbytes] = cells
+                else:
+                    for j in range(es):
+                        resp[r0 + j:r0 + j + (hi - lo - 1) * stride + 1:stride] = cells[j::es]
+            elif store:
+                base = src1 * GRF + r0
+                data = self.cells[base:base + nbytes] if stride == es else \
+                    [self.cells[base + i * stride + j] for i in range(hi - lo) for j in range(es)]
+                self.mem.store(addr, data)
+        if load:
             self.cells[dst * GRF:dst * GRF + len(resp)] = resp
-        elif ld.op == "store_block2d":
-            if src1 is None:
-                raise EvalError(f"a 2D block store without data: {d.text}")
-            for roff, _, _, addr in elems:
-                if addr is not None:
-                    self.mem.store(addr, self.cells[src1 * GRF + roff:src1 * GRF + roff + es])
-        problems = msg.block2d_problems(ld, b, grfs, src1_len if ld.op == "store_block2d" else None)
+        problems = msg.block2d_problems(ld, b, grfs, src1_len if store else None)
         if ld.op == "load_block2d" and dst is None and ld.rlen:
             problems.append(f"a load with response length {ld.rlen} into null")
-        self._event("block2d", d, desc=ld, block=b, elems=tuple((r, c, a) for _, r, c, a in elems),
-                    note="; ".join(problems))
+        self._event("block2d", d, desc=ld, block=b, elems=tuple(segs), note="; ".join(problems))
 
     def _untyped(self, d: Decoded, ld: msg.LscDesc, dst, src0, src1, src1_len) -> None:
         mem_es, reg_es, comp = msg.untyped_layout(ld, d.n)
@@ -1114,9 +1164,10 @@ class Thread:
             w = self.mem.slm_writer.get(a)
             if w is not None and w[0] != self.tid and w[1] == self.phase:
                 racy.append(a)       # another thread wrote it since the last barrier: old or new data
-                out.append(("race", a))
+                out.append(sym_byte(self.keys.race, a))
             else:
-                out.append(self.mem.slm.get(a, ("slm-undef", a)))
+                c = self.mem.slm.get(a)
+                out.append(sym_byte(self.keys.slm_undef, a) if c is None else c)
         if racy:
             self._event("race", d, note=f"SLM bytes 0x{racy[0]:x}..0x{racy[-1]:x} read in barrier phase "
                                         f"{self.phase} were written by another thread in the same phase")

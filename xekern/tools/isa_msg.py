@@ -176,13 +176,23 @@ def block2d_layout(d: LscDesc, b: Block2D) -> Tuple[int, List[Tuple[int, int, in
 def block_shape_layout(name: str, es: int, transpose: bool, vnni: bool, w: int, h: int,
                        n: int) -> Tuple[int, Tuple[Tuple[int, int, int], ...]]:
     """``block2d_layout`` relative to the block's origin: (GRFs, ((register offset, row, column), ...))."""
+    grfs, runs = block_shape_runs(name, es, transpose, vnni, w, h, n)
+    return grfs, tuple((roff + i * stride, dr, dc + i) for roff, stride, dr, dc, count in runs for i in range(count))
+
+
+@functools.lru_cache(maxsize=None)
+def block_shape_runs(name: str, es: int, transpose: bool, vnni: bool, w: int, h: int,
+                     n: int) -> Tuple[int, Tuple[Tuple[int, int, int, int, int], ...]]:
+    """(GRFs, runs): the block's layout as runs of ``count`` elements of one memory row, contiguous
+    in memory from column ``dc``, at register offsets ``roff``, ``roff + stride``, ... (a plain
+    block's row; a VNNI block's row, a dword apart; a transposed block's row, a register row apart)."""
     shape = f"{n}x{h}x{w}"
     if transpose:
         if vnni or n != 1 or es < 4:
             raise MessageError(f"{name}: a transposed 2D block is d32/d64, one block, no VNNI (block {shape})")
         pitch = _pow2(h)
-        out = [((c * pitch + r) * es, r, c) for c in range(w) for r in range(h)]
-        return -(-w * pitch * es // GRF_BYTES), tuple(out)
+        runs = [(r * es, pitch * es, r, 0, w) for r in range(h)]
+        return -(-w * pitch * es // GRF_BYTES), tuple(runs)
     if vnni:
         if es > 2:
             raise MessageError(f"{name}: VNNI is for d8/d16 data (block {shape})")
@@ -190,13 +200,12 @@ def block_shape_layout(name: str, es: int, transpose: bool, vnni: bool, w: int, 
         row_pitch = _pow2(w * per)                     # elements
         rows = -(-h // per)
         block = -(-row_pitch * rows * es // GRF_BYTES) * GRF_BYTES
-        out = [(k * block + ((r // per) * row_pitch + c * per + r % per) * es, r, k * w + c)
-               for k in range(n) for r in range(h) for c in range(w)]
-        return k_grfs(block, n), tuple(out)
+        runs = [(k * block + ((r // per) * row_pitch + r % per) * es, 4, r, k * w, w) for k in range(n) for r in range(h)]
+        return k_grfs(block, n), tuple(runs)
     row_pitch = _pow2(w)
     block = -(-row_pitch * h * es // GRF_BYTES) * GRF_BYTES
-    out = [(k * block + (r * row_pitch + c) * es, r, k * w + c) for k in range(n) for r in range(h) for c in range(w)]
-    return k_grfs(block, n), tuple(out)
+    runs = [(k * block + r * row_pitch * es, es, r, k * w, w) for k in range(n) for r in range(h)]
+    return k_grfs(block, n), tuple(runs)
 
 
 def k_grfs(block_bytes: int, n: int) -> int:
