@@ -152,7 +152,8 @@ def spirv_validate(spirv: bytes) -> Tuple[bool, str]:
 # ---- reading the ISA -------------------------------------------------------------------------------
 
 _LABEL = re.compile(r"^\s*([A-Za-z_][\w$.]*):\s*(?://.*)?$")
-_INSTR = re.compile(r"^\s*(?:\((?P<pred>[^)]*)\)\s*)?(?P<op>[a-z][a-z0-9_]*(?:\.(?:\([^)]*\)|[\w]+))*)"
+# (a bfn's function may nest parentheses and hold spaces: "bfn.((s0|s1) &s2)")
+_INSTR = re.compile(r"^\s*(?:\((?P<pred>[^)]*)\)\s*)?(?P<op>[a-z][a-z0-9_]*(?:\.(?:\((?:[^()]|\([^()]*\))*\)|[\w]+))*)"
                     r"(?P<rest>.*)$")
 
 
