@@ -34,8 +34,8 @@ Example::
     >>> r = check(Case("gemm-bf16-nn", gemm_kernel, sig, scalars=dict(M=192, ...), shapes=...))
     >>> r.ok, print(r.report())
 
-Command line: ``python -m xekern.tools.isa_diff [--case NAME] [--all-lanes]`` runs the corpus of
-``tests/test_isa_diff.py``'s kernels and prints each report.
+The corpus of kernels it is run on lives in ``tests/test_isa_diff.py``; ``python
+tests/test_isa_diff.py [NAME ...] [--all-lanes]`` prints each case's report.
 """
 from __future__ import annotations
 
@@ -277,13 +277,45 @@ def block2d_key(e: ev.Event) -> tuple:
     return (_kind(e), d.data_size, d.vnni, d.transpose, d.cache_name, (b.base, b.width, b.height, b.pitch))
 
 
-def block2d_elements(t: ev.Thread) -> Counter:
-    """Every element each 2D block message of the thread touches, under its ``block2d_key``."""
-    out: Counter = Counter()
+def block2d_coverage(t: ev.Thread) -> Dict[tuple, Tuple[Tuple[int, int, int], ...]]:
+    """Every element the thread's 2D block messages touch, under each ``block2d_key`` and row: a
+    multiset of columns as (first, end, how many times) segments, merged, so that two sets of
+    messages that touch the same elements as often compare equal however they group them."""
+    deltas: Dict[tuple, Counter] = {}
+    keys: Dict[int, tuple] = {}
     for e in t.events:
         if e.kind == "block2d":
             k = block2d_key(e)
-            out.update((k, row, c0 + i) for row, c0, count, _ in e.elems for i in range(count))
+            for row, c0, count, _ in e.elems:
+                dl = deltas.setdefault((k, row), Counter())
+                dl[c0] += 1
+                dl[c0 + count] -= 1
+    out = {}
+    for kr, dl in deltas.items():
+        segs: List[List[int]] = []
+        m, prev = 0, None
+        for c in sorted(dl):
+            if not dl[c]:
+                continue
+            if m:
+                if segs and segs[-1][1] == prev and segs[-1][2] == m:
+                    segs[-1][1] = c
+                else:
+                    segs.append([prev, c, m])
+            m += dl[c]
+            prev = c
+        if segs:
+            out[kr] = tuple(tuple(s) for s in segs)
+    return out
+
+
+def _coverage_elements(cov: Dict[tuple, tuple], keys) -> Counter:
+    """The elements (key, row, column) of the coverage rows ``keys``, with their multiplicity."""
+    out: Counter = Counter()
+    for kr in keys:
+        for c0, c1, m in cov.get(kr, ()):
+            for c in range(c0, c1):
+                out[(kr[0], kr[1], c)] += m
     return out
 
 
@@ -420,7 +452,8 @@ def describe_message(e: ev.Event, ds: Describer) -> str:
                 f"{b.n}x{b.h}x{b.w} rlen={d.rlen}, {inside}/{total} inside")
     if e.kind == "untyped":
         addrs = [a for _, a in e.elems]
-        span = f"{ds.where(min(addrs))}..{ds.where(max(addrs))}" if addrs else "no lanes"
+        where = (lambda a: f"0x{a:x}") if d.sfid == "slm" or d.addr_type == "bti" else ds.where  # noqa: E731
+        span = f"{where(min(addrs))}..{where(max(addrs))}" if addrs else "no lanes"
         return f"[{e.line}] {d.name} {len(addrs)} elements {span}"
     return f"[{e.line}] {e.kind} {e.text}"
 
@@ -515,8 +548,10 @@ def compare(case: Case, pair: Tuple[Run, Run], keys: ev.Interner) -> Tuple[List[
     for ts, tb in zip(sub.threads, base.threads):
         tag = f"group {g} thread {ts.tid}"
         # 2D block messages
-        es, eb = block2d_elements(ts), block2d_elements(tb)
-        if es != eb:
+        cs, cb = block2d_coverage(ts), block2d_coverage(tb)
+        if cs != cb:
+            rows = [kr for kr in set(cs) | set(cb) if cs.get(kr) != cb.get(kr)]
+            es, eb = _coverage_elements(cs, rows), _coverage_elements(cb, rows)
             only_s, only_b = es - eb, eb - es
             findings.append(Finding(f"{tag}: 2D block messages touch different elements "
                                     f"({sum(only_s.values())} only in {SUBJECT}, {sum(only_b.values())} only in "
@@ -628,22 +663,76 @@ def _stores(addrs: List[int], image: Dict[int, object], ds: Describer) -> List[s
     return out
 
 
+class Session:
+    """One case: both emitters' compilations and IGC's own lowering's runs (the baseline, run as
+    the hardware runs it), computed once and shared by checks of xekern's code in either reading
+    of the dispatch mask (``check(all_lanes=...)``). ``variants`` may be given (a changed xekern
+    compiled by the caller, a cached baseline)."""
+
+    def __init__(self, case: Case, compiler: Optional[str] = None, variants: Optional[Dict[str, Variant]] = None):
+        self.case = case
+        self.variants = dict(variants or {})
+        for e in (SUBJECT, BASELINE):
+            if e not in self.variants:
+                self.variants[e] = compile_variant(case, e, compiler)
+        self.keys = ev.Interner()
+        self.baseline: Dict[Tuple[int, int, int], Run] = {}
+
+    def check(self, all_lanes: bool = False) -> DiffResult:
+        """Run each workgroup of ``case.groups`` with xekern's code and compare with the baseline.
+        ``all_lanes``: run xekern's code with 32 channels enabled at dispatch (not what a SIMD16
+        thread has: what it would do if the hardware ran them), to tell which differences come
+        from instructions wider than the thread."""
+        case = self.case
+        res = DiffResult(case, self.variants, [])
+        for g in case.groups:
+            if g not in self.baseline:
+                self.baseline[g] = run_variant(case, self.variants[BASELINE], self.keys, g)
+            pair = (run_variant(case, self.variants[SUBJECT], self.keys, g, all_lanes), self.baseline[g])
+            res.runs.append(pair)
+            f, w, s = compare(case, pair, self.keys)
+            res.findings += f
+            res.warnings += _merged(w)
+            res.stats += s
+        if all_lanes:
+            res.stats.append(f"{SUBJECT} ran with all 32 channels enabled at dispatch (not the hardware's 16)")
+        return res
+
+
+def _merged(warnings: List[str]) -> List[str]:
+    """Warnings that differ only in their thread, once, with the threads listed."""
+    by: Dict[str, List[str]] = {}
+    for w in warnings:
+        m = re.match(r"(group \([^)]*\)) thread (\d+): (.*)$", w, re.S)
+        key, tid = ((m.group(1) + ": " + m.group(3)), m.group(2)) if m else (w, None)
+        by.setdefault(key, []).append(tid)
+    out = []
+    for key, tids in by.items():
+        if tids == [None]:
+            out.append(key)
+        else:
+            head, _, rest = key.partition(": ")
+            out.append(f"{head} thread{'s' if len(tids) > 1 else ''} {_ranges([int(t) for t in tids])}: {rest}")
+    return out
+
+
+def _ranges(xs: List[int]) -> str:
+    xs = sorted(set(xs))
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
 def check(case: Case, compiler: Optional[str] = None, all_lanes: bool = False,
           variants: Optional[Dict[str, Variant]] = None) -> DiffResult:
     """Compile ``case`` with both emitters (or take ``variants``), run each workgroup of
-    ``case.groups`` and compare. ``all_lanes``: run with 32 channels enabled at dispatch (not
-    what a SIMD16 thread has; shows what the kernel would do if the hardware ran them)."""
-    variants = variants or {e: compile_variant(case, e, compiler) for e in (SUBJECT, BASELINE)}
-    keys = ev.Interner()
-    res = DiffResult(case, variants, [])
-    for g in case.groups:
-        pair = tuple(run_variant(case, variants[e], keys, g, all_lanes) for e in (SUBJECT, BASELINE))
-        res.runs.append(pair)
-        f, w, s = compare(case, pair, keys)
-        res.findings += f
-        res.warnings += w
-        res.stats += s
-    return res
+    ``case.groups`` and compare (``Session.check``)."""
+    return Session(case, compiler, variants).check(all_lanes)
 
 
 def assert_same(case: Case, **kw) -> DiffResult:

@@ -353,10 +353,11 @@ class Decoded:
     extra: tuple = ()
     eot: bool = False
     comment: str = ""
+    fast: object = None              # ``_fast_int``'s plan (False: none), made on first execution
     reads: frozenset = frozenset()   # GRF bytes the instruction reads / writes (``Thread.pending``)
     writes: frozenset = frozenset()
-    read_grfs: frozenset = frozenset()
-    write_grfs: frozenset = frozenset()
+    read_grfs: Dict[int, Tuple[int, ...]] = field(default_factory=dict)    # GRF -> its bytes in reads
+    write_grfs: Dict[int, Tuple[int, ...]] = field(default_factory=dict)
 
 
 def _grf_use(d: Decoded) -> Decoded:
@@ -385,9 +386,16 @@ def _grf_use(d: Decoded) -> Decoded:
     elif d.dst is not None:
         d.reads = frozenset(set().union(*[span(s) for s in d.srcs]) if d.srcs else set())
         d.writes = frozenset(span(d.dst))
-    d.read_grfs = frozenset(w // GRF for w in d.reads)
-    d.write_grfs = frozenset(w // GRF for w in d.writes)
+    d.read_grfs = _by_grf(d.reads)
+    d.write_grfs = _by_grf(d.writes)
     return d
+
+
+def _by_grf(offsets) -> Dict[int, Tuple[int, ...]]:
+    out: Dict[int, List[int]] = {}
+    for w in sorted(offsets):
+        out.setdefault(w // GRF, []).append(w)
+    return {g: tuple(ws) for g, ws in out.items()}
 
 
 def decode(ins: Instr, labels: Dict[str, int]) -> Decoded:
@@ -534,8 +542,7 @@ class Memory:
         self.sym = {b.name: keys.key(("mem", b.name)) for b in buffers}
         self.buffers = sorted(buffers, key=lambda b: b.base)
         self.written: Dict[int, object] = {}
-        self.slm: Dict[int, object] = {}
-        self.slm_writer: Dict[int, Tuple[int, int]] = {}      # address -> (thread, barrier phase)
+        self.slm: Dict[int, Tuple[int, int, int]] = {}        # address -> (cell, writer thread, barrier phase)
         self.crossthread = crossthread
         self._last: Optional[Buffer] = None
 
@@ -667,7 +674,7 @@ class Thread:
         self.steps = 0
         self.max_steps = max_steps
         self.pending: Dict[int, Tuple[Event, ...]] = {}   # GRF byte -> the untyped loads whose data it holds
-        self.pending_grfs: set = set()                       # the GRFs of those bytes
+        self.pending_grfs: Dict[int, int] = {}               # GRF -> how many of its bytes are pending
         self.pending_of: Dict[Event, set] = {}               # a load -> the bytes that hold its data
         self.signals = 0                 # barrier signals sent
         self.phase = 0                   # barrier waits passed
@@ -764,8 +771,8 @@ class Thread:
                 return r
 
     def step(self, d: Decoded) -> Optional[str]:
-        if self.pending and not (self.pending_grfs.isdisjoint(d.read_grfs) and
-                                 self.pending_grfs.isdisjoint(d.write_grfs)):
+        if self.pending and (any(g in self.pending_grfs for g in d.read_grfs) or
+                             any(g in self.pending_grfs for g in d.write_grfs)):
             self._track(d)
         op = d.op
         if op == "nop" or op == "sync" and d.sub != "bar":
@@ -805,32 +812,53 @@ class Thread:
         """Follow the data of untyped loads (``pending``: GRF byte -> the loads whose data it
         holds, none of them used yet): an ALU op passes it on to its destination (a copy, a
         broadcast); a message, a dpas, a comparison or a flag uses it; a write buries it."""
-        p = self.pending
+        p, counts = self.pending, self.pending_grfs
         hits = set()
-        for w in ([w for w in d.reads if w in p] if len(d.reads) < len(p) else [w for w in p if w in d.reads]):
-            hits.update(p[w])
-        buried = [w for w in d.writes if w in p] if len(d.writes) < len(p) else [w for w in p if w in d.writes]
-        for w in buried:
-            del p[w]
-        if hits and not (d.op in _PASS_ON and d.cond is None and d.dst is not None and d.dst.kind == "null"):
-            # (a move to null, the send WAR workaround, reads registers and does nothing)
-            if d.op in _PASS_ON and d.cond is None and d.dst is not None and d.dst.kind == "reg" and \
-                    d.dst.file == "r":
-                events = tuple(hits)
-                for w in d.writes:
-                    p[w] = events
-                for e in events:
-                    self.pending_of.setdefault(e, set()).update(d.writes)
-                self.pending_grfs |= d.write_grfs
-            else:
-                for e in hits:
-                    e.used = True
-                    for w in self.pending_of.pop(e, ()):
-                        if w in p and all(x.used for x in p[w]):
-                            del p[w]
-                buried = True
-        if buried:
-            self.pending_grfs = {w // GRF for w in p}
+        for g, ws in d.read_grfs.items():
+            if g in counts:
+                for w in ws:
+                    es = p.get(w)
+                    if es:
+                        hits.update(es)
+        for g, ws in d.write_grfs.items():
+            if g in counts:
+                for w in ws:
+                    if w in p:
+                        self._unpend(w)
+        if not hits or d.op in _PASS_ON and d.cond is None and d.dst is not None and d.dst.kind == "null":
+            return           # (a move to null, the send WAR workaround, reads registers and does nothing)
+        if d.op in _PASS_ON and d.cond is None and d.dst is not None and d.dst.kind == "reg" and d.dst.file == "r":
+            events = tuple(hits)
+            for ws in d.write_grfs.values():
+                self._pend_all(ws, events)
+        else:
+            for e in hits:
+                e.used = True
+                for w in self.pending_of.pop(e, ()):
+                    if w in p and all(x.used for x in p[w]):
+                        self._unpend(w)
+
+    def _pend(self, w: int, events: Tuple[Event, ...]) -> None:
+        self._pend_all(range(w, w + 1), events)
+
+    def _pend_all(self, ws, events: Tuple[Event, ...]) -> None:
+        """Mark bytes ``ws`` as holding the data of ``events`` (untyped loads not used yet)."""
+        p, counts = self.pending, self.pending_grfs
+        for w in ws:
+            if w not in p:
+                counts[w // GRF] = counts.get(w // GRF, 0) + 1
+            p[w] = events
+        for e in events:
+            self.pending_of.setdefault(e, set()).update(ws)
+
+    def _unpend(self, w: int) -> None:
+        del self.pending[w]
+        g = w // GRF
+        n = self.pending_grfs[g] - 1
+        if n:
+            self.pending_grfs[g] = n
+        else:
+            del self.pending_grfs[g]
 
     def _goto(self, d: Decoded) -> None:
         jip, uip = d.extra
@@ -854,6 +882,10 @@ class Thread:
     def _alu(self, d: Decoded) -> None:
         """Every channel's sources are read before any channel's result is written (a region may
         overlap the destination: ``mov (16) r2.0<1>:d r2.0<2;1,0>:ub``)."""
+        if d.fast is None:
+            d.fast = _fast_int(d) or False
+        if d.fast and self._alu_int(d):
+            return
         dst, srcs, op = d.dst, d.srcs, d.op
         dt = dst.type
         mode = self._mode()
@@ -894,6 +926,53 @@ class Thread:
                 self.cells[off:off + dst.size] = cells
         for ch, r in flags:
             self._set_flag(d.cond[1], d.cond[2], d.chan + ch, r, d)
+
+    def _alu_int(self, d: Decoded) -> bool:
+        """The common case, all at once: an integer op on concrete data. False (nothing done)
+        when a source holds symbolic bytes: ``_alu`` does it channel by channel."""
+        fn, convs, dbits = d.fast
+        en = self._enabled(d)
+        chans = [ch for ch in range(d.n) if en[ch]]
+        if not chans:
+            return True
+        cells = self.cells
+        cols = []
+        for s, conv in zip(d.srcs, convs):
+            if s.kind == "imm":
+                raws = [s.imm[ch] for ch in chans]
+            elif s.kind == "null":
+                raws = [0] * len(chans)
+            else:
+                size, offs = s.size, s.offs
+                try:
+                    raws = [int.from_bytes(bytes(cells[offs[ch]:offs[ch] + size]), "little") for ch in chans]
+                except (TypeError, ValueError):
+                    return False
+            cols.append([conv(r) for r in raws] if conv is not None else raws)
+        dst = d.dst
+        if d.op == "cmp":
+            c = d.cond
+            res = [_cond(c[0], *v) for v in zip(*cols)]
+            for ch, r in zip(chans, res):
+                self._set_flag(c[1], c[2], d.chan + ch, r, d)
+            res = [-1 if r else 0 for r in res]
+        elif d.op == "sel":
+            pred = self._pred(d)
+            res = [v[0] if pred[ch] else v[1] for ch, v in zip(chans, zip(*cols))]
+        else:
+            res = [fn(*v) for v in zip(*cols)]
+        mask = (1 << dbits) - 1
+        if dst.kind == "reg":
+            size, offs = dst.size, dst.offs
+            for ch, r in zip(chans, res):
+                o = offs[ch]
+                cells[o:o + size] = (r & mask).to_bytes(size, "little")
+        if d.cond is not None and d.op != "cmp":
+            sign = 1 << (dbits - 1) if TYPES[dst.type][1] == "s" else 0
+            for ch, r in zip(chans, res):
+                r &= mask
+                self._set_flag(d.cond[1], d.cond[2], d.chan + ch, _cond(d.cond[0], r - 2 * sign if r & sign else r, 0), d)
+        return True
 
     def _copied(self, d: Decoded, ch: int) -> Optional[int]:
         """The source a mov or predicated sel copies without conversion (same type, or integer
@@ -1131,25 +1210,28 @@ class Thread:
             problems.append(f"response length {ld.rlen} GRFs, the data is {want}")
         if not load and src1_len != want:
             problems.append(f"store data {src1_len} GRFs, the data is {want}")
-        for ch, addr, roff in slots:
+        if not load and src1 is None:
+            raise EvalError(f"a store without data: {d.text}")
+        if ld.transpose and mem_es == reg_es:    # one contiguous block of memory and of registers
+            n = ld.vector * mem_es
+            runs = [(slots[0][1], slots[0][2], n)]
+        else:
+            runs = [(addr, roff, mem_es) for _, addr, roff in slots]
+        for addr, roff, n in runs:
             if load:
-                if dst is None:
-                    continue
-                cells = self._mem_read(space, addr, mem_es, d) + [0] * (reg_es - mem_es)
-                self.cells[dst * GRF + roff:dst * GRF + roff + reg_es] = cells
+                if dst is not None:
+                    cells = self._mem_read(space, addr, n, d)
+                    if reg_es > mem_es:
+                        cells += [0] * (reg_es - mem_es)
+                    self.cells[dst * GRF + roff:dst * GRF + roff + len(cells)] = cells
             else:
-                if src1 is None:
-                    raise EvalError(f"a store without data: {d.text}")
-                self._mem_write(space, addr, self.cells[src1 * GRF + roff:src1 * GRF + roff + mem_es], d)
+                self._mem_write(space, addr, self.cells[src1 * GRF + roff:src1 * GRF + roff + n], d)
         e = self._event("untyped", d, desc=ld, elems=tuple((ch, a) for ch, a, _ in slots), note="; ".join(problems))
         if load and dst is not None:
             e.used = False
-            mine = self.pending_of.setdefault(e, set())
-            for _, _, roff in slots:
-                for b in range(dst * GRF + roff, dst * GRF + roff + reg_es):
-                    self.pending[b] = (e,)
-                    mine.add(b)
-            self.pending_grfs = {w // GRF for w in self.pending}
+            mine = (e,)
+            for _, roff, n in runs:
+                self._pend_all(range(dst * GRF + roff, dst * GRF + roff + max(n, reg_es)), mine)
 
     def _mem_read(self, space: str, addr: int, n: int, d: Decoded) -> List[object]:
         if space == "global":
@@ -1160,14 +1242,16 @@ class Thread:
                                 f"{len(self.mem.crossthread)} bytes: {d.text}")
             return list(self.mem.crossthread[addr:addr + n])
         out, racy = [], []
+        slm, tid, phase = self.mem.slm, self.tid, self.phase
         for a in range(addr, addr + n):
-            w = self.mem.slm_writer.get(a)
-            if w is not None and w[0] != self.tid and w[1] == self.phase:
+            v = slm.get(a)
+            if v is None:
+                out.append(sym_byte(self.keys.slm_undef, a))
+            elif v[1] != tid and v[2] == phase:
                 racy.append(a)       # another thread wrote it since the last barrier: old or new data
                 out.append(sym_byte(self.keys.race, a))
             else:
-                c = self.mem.slm.get(a)
-                out.append(sym_byte(self.keys.slm_undef, a) if c is None else c)
+                out.append(v[0])
         if racy:
             self._event("race", d, note=f"SLM bytes 0x{racy[0]:x}..0x{racy[-1]:x} read in barrier phase "
                                         f"{self.phase} were written by another thread in the same phase")
@@ -1177,14 +1261,64 @@ class Thread:
         if space == "global":
             self.mem.store(addr, cells)
         elif space == "slm":
-            for i, c in enumerate(cells):
-                self.mem.slm[addr + i] = c
-                self.mem.slm_writer[addr + i] = (self.tid, self.phase)
+            tid, phase = self.tid, self.phase
+            self.mem.slm.update(zip(range(addr, addr + len(cells)), [(c, tid, phase) for c in cells]))
         else:
             raise EvalError(f"a store to the {space} space: {d.text}")
 
 
 _BITWISE = frozenset({"and", "or", "xor", "not", "bfn", "shl", "shr", "asr"})
+
+
+def _fast_int(d: Decoded):
+    """(op function, per-source converter from raw bits to a number, destination bits) for an
+    integer ALU op ``Thread._alu_int`` can do all at once, or None."""
+    if d.op not in ("mov", "add", "add3", "mul", "mad", "and", "or", "xor", "not", "shl", "shr", "asr", "mach",
+                    "macl", "bfn", "cmp", "sel") or d.sat or d.dst is None or (d.op == "sel" and d.cond is not None):
+        return None
+    types = [s.type for s in d.srcs] + [d.dst.type]
+    s0 = d.srcs[0] if d.srcs else None
+    if d.op == "mov" and d.cond is None and s0.type == d.dst.type and d.dst.type and not (s0.neg or s0.abs or
+                                                                                         s0.notbits):
+        return (lambda a: a), [None], 8 * d.dst.size     # a move without conversion: the bits, whatever the type
+    if any(t not in TYPES or TYPES[t][1] not in ("s", "u") for t in types if t) or d.dst.kind == "reg" and \
+            d.dst.file == "cr" or d.cond is not None and d.op != "cmp" and not d.dst.type:
+        return None
+    if d.dst.kind == "null" and not d.dst.type:
+        return None
+
+    def conv(s: Operand):
+        bits = 8 * s.size
+        signed = TYPES[s.type][1] == "s"
+        neg, ab, nb = s.neg, s.abs, s.notbits
+        if not (signed or neg or ab or nb):
+            return None
+        half, full = 1 << (bits - 1), 1 << bits
+
+        def f(r):
+            v = r - full if signed and r & half else r
+            if nb:
+                v = ~v
+            if ab:
+                v = abs(v)
+            return -v if neg else v
+        return f
+    convs = [conv(s) for s in d.srcs]
+    op = d.op
+    if op in ("shl", "shr", "asr"):
+        n = 63 if max(d.srcs[0].size, d.dst.size) == 8 else 31
+        keep = (1 << 8 * d.srcs[0].size) - 1
+        fn = {"shl": lambda a, b: a << (b & n), "shr": lambda a, b: (a & keep) >> (b & n),
+              "asr": lambda a, b: a >> (b & n)}[op]
+    elif op == "bfn":
+        code = d.extra[0]
+        fn = lambda a, b, c: eval(code, {}, {"a": a, "b": b, "c": c})  # noqa: E731,S307 (iga's bfn text)
+    else:
+        fn = {"mov": lambda a: a, "add": lambda a, b: a + b, "add3": lambda a, b, c: a + b + c,
+              "mul": lambda a, b: a * b, "mad": lambda a, b, c: a + b * c, "and": lambda a, b: a & b,
+              "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b, "not": lambda a: ~a,
+              "mach": lambda a, b: (a * b) >> 32, "macl": lambda a, b: a * b, "cmp": None, "sel": None}[op]
+    return fn, convs, 8 * d.dst.size if d.dst.type else 32
 _PASS_ON = frozenset(_ALU) - {"cmp"}
 
 
