@@ -166,7 +166,8 @@ def _arg_names(zeinfo: str, kernel: str) -> Dict[int, str]:
 
 def _inputs(asm: str) -> List[Tuple[str, int]]:
     """``// .inputs``: (register position, cross-thread offset) of each kernel input IGC placed."""
-    row = re.compile(r"^//\s*\|\s*\S+\s*\|\s*:\w+\s*\|\s*0x[0-9A-Fa-f]+\s*\|\s*(\S+)\s*\|\s*cti\+(0x[0-9A-Fa-f]+)", re.M)
+    row = re.compile(r"^//\s*\|\s*\S+\s*\|\s*:\w+\s*\|\s*0x[0-9A-Fa-f]+\s*\|\s*(\S+)\s*\|"
+                     r"\s*cti\+(0x[0-9A-Fa-f]+)", re.M)
     return [(at, int(frm, 16)) for at, frm in row.findall(asm)]
 
 
@@ -282,7 +283,6 @@ def block2d_coverage(t: ev.Thread) -> Dict[tuple, Tuple[Tuple[int, int, int], ..
     multiset of columns as (first, end, how many times) segments, merged, so that two sets of
     messages that touch the same elements as often compare equal however they group them."""
     deltas: Dict[tuple, Counter] = {}
-    keys: Dict[int, tuple] = {}
     for e in t.events:
         if e.kind == "block2d":
             k = block2d_key(e)
@@ -309,14 +309,23 @@ def block2d_coverage(t: ev.Thread) -> Dict[tuple, Tuple[Tuple[int, int, int], ..
     return out
 
 
-def _coverage_elements(cov: Dict[tuple, tuple], keys) -> Counter:
-    """The elements (key, row, column) of the coverage rows ``keys``, with their multiplicity."""
-    out: Counter = Counter()
-    for kr in keys:
-        for c0, c1, m in cov.get(kr, ()):
-            for c in range(c0, c1):
-                out[(kr[0], kr[1], c)] += m
-    return out
+def _coverage_excess(a: Dict[tuple, tuple], b: Dict[tuple, tuple]) -> Tuple[Dict[tuple, list], int]:
+    """Where coverage ``a`` touches elements more often than ``b``: (key and row -> [(first, end)]
+    column segments, how many element touches in all)."""
+    out: Dict[tuple, list] = {}
+    total = 0
+    for kr in set(a) | set(b):
+        sa, sb = a.get(kr, ()), b.get(kr, ())
+        if sa == sb:
+            continue
+        cuts = sorted({c for s in sa + sb for c in s[:2]})
+        for c0, c1 in zip(cuts, cuts[1:]):
+            n = sum(m for x0, x1, m in sa if x0 <= c0 and c1 <= x1) - \
+                sum(m for x0, x1, m in sb if x0 <= c0 and c1 <= x1)
+            if n > 0:
+                out.setdefault(kr, []).append((c0, c1))
+                total += n * (c1 - c0)
+    return out, total
 
 
 def untyped_units(t: ev.Thread) -> Counter:
@@ -484,11 +493,14 @@ def describe_dpas(e: ev.Event, t: ev.Thread, ds: Describer, other: Optional[Tupl
 
 @dataclass
 class Finding:
-    """One difference between the two emitters (or a problem in one of them)."""
+    """One difference between the two emitters (or a problem in one of them): what it is, and the
+    listings of both sides (empty for a thread whose differences of this ``kind`` are only
+    counted, the same kind having been listed for other threads)."""
 
     what: str
     left: List[str]
     right: List[str]
+    kind: str = ""
 
 
 @dataclass
@@ -508,9 +520,14 @@ class DiffResult:
         head = (f"{self.case.name}: {SUBJECT} vs {BASELINE} ({self.variants[BASELINE].compiler}): "
                 + ("the same" if self.ok else f"{len(self.findings)} difference(s)"))
         lines = [head] + [f"  {s}" for s in self.stats] + [f"  warning: {w}" for w in self.warnings]
+        counted = [f for f in self.findings if f.kind]
         for f in self.findings:
-            lines.append(f"== {f.what}")
-            lines += side_by_side(f.left, f.right, SUBJECT, BASELINE, width, limit)
+            if not f.kind:
+                lines.append(f"== {f.what}")
+                lines += side_by_side(f.left, f.right, SUBJECT, BASELINE, width, limit)
+        if counted:
+            lines.append("== and the same kinds of difference (not listed again):")
+            lines += [f"  {f.what.rstrip(':').split('; the messages')[0]}" for f in counted]
         return "\n".join(lines)
 
 
@@ -535,8 +552,14 @@ def side_by_side(left: List[str], right: List[str], lname: str, rname: str, widt
     return rows
 
 
+DESCRIBED_THREADS = 2    # threads whose differences of one kind are listed in full (the rest: counted)
+LISTED = 12              # entries of a listing described (the rest: counted)
+
+
 def compare(case: Case, pair: Tuple[Run, Run], keys: ev.Interner) -> Tuple[List[Finding], List[str], List[str]]:
-    """(findings, warnings, statistics) of one workgroup run by both emitters."""
+    """(findings, warnings, statistics) of one workgroup run by both emitters. The differences of
+    one kind are listed for the first ``DESCRIBED_THREADS`` threads that have them, the others
+    are named with their counts."""
     sub, base = pair
     ds = Describer(buffers(case), keys)
     findings: List[Finding] = []
@@ -545,37 +568,42 @@ def compare(case: Case, pair: Tuple[Run, Run], keys: ev.Interner) -> Tuple[List[
     for ts, tb in zip(sub.threads, base.threads):
         ds.name_dpas(tb, f"t{tb.tid}.")
         ds.name_dpas(ts, f"{SUBJECT}:t{ts.tid}.")
+    seen: Counter = Counter()
+
+    def found(kind: str, what: str, left, right) -> None:
+        seen[kind] += 1
+        if seen[kind] <= DESCRIBED_THREADS:
+            findings.append(Finding(what, left(), right()))
+        else:
+            findings.append(Finding(what, [], [], kind=kind))
     for ts, tb in zip(sub.threads, base.threads):
         tag = f"group {g} thread {ts.tid}"
         # 2D block messages
         cs, cb = block2d_coverage(ts), block2d_coverage(tb)
         if cs != cb:
-            rows = [kr for kr in set(cs) | set(cb) if cs.get(kr) != cb.get(kr)]
-            es, eb = _coverage_elements(cs, rows), _coverage_elements(cb, rows)
-            only_s, only_b = es - eb, eb - es
-            findings.append(Finding(f"{tag}: 2D block messages touch different elements "
-                                    f"({sum(only_s.values())} only in {SUBJECT}, {sum(only_b.values())} only in "
-                                    f"{BASELINE}); the messages holding them:",
-                                    _messages_with(ts, only_s, ds), _messages_with(tb, only_b, ds)))
+            (only_s, ns), (only_b, nb) = _coverage_excess(cs, cb), _coverage_excess(cb, cs)
+            found("block2d", f"{tag}: 2D block messages touch different elements "
+                             f"({ns} only in {SUBJECT}, {nb} only in {BASELINE}); the messages holding them:",
+                  lambda: _messages_with(ts, only_s, ds), lambda: _messages_with(tb, only_b, ds))
         # dpas
         ks = Counter(e.dpas.key for e in ts.events if e.kind == "dpas")
         kb = Counter(e.dpas.key for e in tb.events if e.kind == "dpas")
         if ks != kb:
-            findings.append(Finding(f"{tag}: dpas ops that differ ({sum((ks - kb).values())} only in {SUBJECT}, "
-                                    f"{sum((kb - ks).values())} only in {BASELINE}, of {sum(ks.values())} / "
-                                    f"{sum(kb.values())})",
-                                    _dpas_with(ts, ks - kb, ds, tb, kb - ks), _dpas_with(tb, kb - ks, ds, ts, ks - kb)))
+            found("dpas", f"{tag}: dpas ops that differ ({sum((ks - kb).values())} only in {SUBJECT}, "
+                          f"{sum((kb - ks).values())} only in {BASELINE}, of {sum(ks.values())} / "
+                          f"{sum(kb.values())})",
+                  lambda: _dpas_with(ts, ks - kb, ds, tb, kb - ks), lambda: _dpas_with(tb, kb - ks, ds, ts, ks - kb))
         # untyped messages, barriers, fences
         us, ub = untyped_units(ts), untyped_units(tb)
         if us != ub:
-            findings.append(Finding(f"{tag}: untyped LSC messages touch different bytes",
-                                    _untyped_with(ts, us - ub, ds), _untyped_with(tb, ub - us, ds)))
+            found("untyped", f"{tag}: untyped LSC messages touch different bytes",
+                  lambda: _untyped_with(ts, us - ub, ds), lambda: _untyped_with(tb, ub - us, ds))
         ss, sb = sync_counts(ts), sync_counts(tb)
         bar = ("barrier", "wait")
         if {k: ss[k] for k in bar} != {k: sb[k] for k in bar}:
-            findings.append(Finding(f"{tag}: barrier signals and waits differ",
-                                    [f"{k}: {n}" for k, n in sorted(ss.items())],
-                                    [f"{k}: {n}" for k, n in sorted(sb.items())]))
+            found("sync", f"{tag}: barrier signals and waits differ",
+                  lambda: [f"{k}: {n}" for k, n in sorted(ss.items())],
+                  lambda: [f"{k}: {n}" for k, n in sorted(sb.items())])
         elif ss != sb:   # xekern leaves out a barrier's fence when only SLM reads, each consumed, precede it
             notes = ", ".join(f"{k} {ss[k]} / {sb[k]}" for k in sorted(set(ss) | set(sb)) if ss[k] != sb[k])
             warnings.append(f"{tag}: fences differ ({SUBJECT} / {BASELINE}): {notes}")
@@ -588,12 +616,12 @@ def compare(case: Case, pair: Tuple[Run, Run], keys: ev.Interner) -> Tuple[List[
         if races:
             warnings.append(f"{tag}: {len(races)} SLM read(s) of bytes another thread wrote since the last barrier "
                             f"(their data is tagged, so any use shows as a difference), e.g. "
-                            f"{'visa' if races[0] in ts.events else BASELINE} [{races[0].line}]: {races[0].note}")
+                            f"{SUBJECT if races[0] in ts.events else BASELINE} [{races[0].line}]: {races[0].note}")
         ps, pb = problems(ts), problems(tb)
         if ps - pb or pb - ps:
-            findings.append(Finding(f"{tag}: messages the hardware would read wrong",
-                                    [f"{n}x {m}: {p}" for (m, p), n in sorted((ps - pb).items())],
-                                    [f"{n}x {m}: {p}" for (m, p), n in sorted((pb - ps).items())]))
+            found("problems", f"{tag}: messages the hardware would read wrong",
+                  lambda: [f"{n}x {m}: {p}" for (m, p), n in sorted((ps - pb).items())],
+                  lambda: [f"{n}x {m}: {p}" for (m, p), n in sorted((pb - ps).items())])
         common = ps & pb
         warnings += [f"{tag}: both emitters: {n}x {m}: {p}" for (m, p), n in sorted(common.items())]
     # the memory the workgroup leaves behind
@@ -615,23 +643,35 @@ def _count(r: Run, kind: str) -> int:
     return sum(1 for t in r.threads for e in t.events if e.kind == kind) // max(len(r.threads), 1)
 
 
-def _messages_with(t: ev.Thread, elems: Counter, ds: Describer) -> List[str]:
-    out = []
+def _messages_with(t: ev.Thread, excess: Dict[tuple, list], ds: Describer) -> List[str]:
+    """The thread's 2D block messages that touch elements of ``excess`` (``_coverage_excess``)."""
+    out, total = [], 0
     for e in t.events:
         if e.kind != "block2d":
             continue
         k = block2d_key(e)
-        n = sum(1 for row, col, _ in ev.block_elements(e) if elems.get((k, row, col)))
+        n = 0
+        for row, c0, count, _ in e.elems:
+            for x0, x1 in excess.get((k, row), ()):
+                n += max(0, min(x1, c0 + count) - max(x0, c0))
         if n:
-            total = sum(c for _, _, c, _ in e.elems)
-            out.append(describe_message(e, ds) + (f", {n} of them" if n != total else ""))
-    return out
+            total += 1
+            if len(out) < LISTED:
+                size = sum(c for _, _, c, _ in e.elems)
+                out.append(describe_message(e, ds) + (f", {n} of them" if n != size else ""))
+    return _limited(out, total)
 
 
 def _dpas_with(t: ev.Thread, keys: Counter, ds: Describer, other: ev.Thread, other_keys: Counter) -> List[str]:
     theirs = [e.dpas for e in other.events if e.kind == "dpas" and other_keys.get(e.dpas.key)]
     sets = ({x.a for x in theirs}, {x.b for x in theirs}, {x.acc for x in theirs})
-    return [describe_dpas(e, t, ds, sets) for e in t.events if e.kind == "dpas" and keys.get(e.dpas.key)]
+    mine = [e for e in t.events if e.kind == "dpas" and keys.get(e.dpas.key)]
+    return _limited([describe_dpas(e, t, ds, sets) for e in mine[:LISTED]], len(mine))
+
+
+def _limited(lines: List[str], total: int) -> List[str]:
+    """A listing of the first ``LISTED`` of ``total`` entries, saying how many more there are."""
+    return lines + ([f"(and {total - len(lines)} more)"] if total > len(lines) else [])
 
 
 def _untyped_with(t: ev.Thread, units: Counter, ds: Describer) -> List[str]:
@@ -653,6 +693,9 @@ def _stores(addrs: List[int], image: Dict[int, object], ds: Describer) -> List[s
         if where in seen:
             continue
         seen.add(where)
+        if len(out) == LISTED:
+            out.append("(and more)")
+            break
         cells = [image.get(x, "unwritten") for x in range(a, a + 4)]
         c = image.get(a, "unwritten")
         if c == "unwritten":

@@ -200,7 +200,8 @@ def block_shape_runs(name: str, es: int, transpose: bool, vnni: bool, w: int, h:
         row_pitch = _pow2(w * per)                     # elements
         rows = -(-h // per)
         block = -(-row_pitch * rows * es // GRF_BYTES) * GRF_BYTES
-        runs = [(k * block + ((r // per) * row_pitch + r % per) * es, 4, r, k * w, w) for k in range(n) for r in range(h)]
+        runs = [(k * block + ((r // per) * row_pitch + r % per) * es, 4, r, k * w, w)
+                for k in range(n) for r in range(h)]
         return k_grfs(block, n), tuple(runs)
     row_pitch = _pow2(w)
     block = -(-row_pitch * h * es // GRF_BYTES) * GRF_BYTES
