@@ -22,8 +22,17 @@ concrete arguments:
   accumulator, named by the dpas chain that produced it. Chains are compared exactly (order of
   accumulation included); dpas ops as a multiset (IGC interleaves independent chains freely);
 - untyped LSC messages (SLM stores and loads, scattered global stores, the argument load) as the
-  multiset of bytes each kind reads or writes; barrier signals, waits and fences by count;
+  multiset of 4-byte units (bytes for smaller data) each kind reads or writes (a load whose data
+  reaches nothing, as xekern's SLM load that keeps IGC from deleting its SLM stores, is left
+  out and reported); barrier signals and waits by count (fences too, reported but not failing:
+  xekern leaves a barrier's fence out where only consumed SLM reads precede it);
 - the memory the workgroup leaves behind: every byte stored, by what it holds.
+
+Threads are compared one by one (the same subgroup of the same workgroup): all of a workgroup's
+threads run when the kernel has barriers or SLM, else ``Case.threads``. IGC's lowering (the
+baseline) runs as the hardware does; ``check(all_lanes=True)`` runs xekern's code with all 32
+channels enabled at dispatch, to tell differences that come only from instructions wider than
+the SIMD16 thread (see tests/test_isa_diff.py's STUCK_PAYLOAD).
 
 The emitter is chosen by one option of ``compile_offline`` (``EMITTER_OPTION``, the only place it
 is spelled).
