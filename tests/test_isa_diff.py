@@ -30,15 +30,17 @@ import sys
 
 import pytest
 
-import xekern as xk
-import xekern.language as xl
-from xekern.tools import isa_diff as D
-from xekern.tools import isa_eval as ev
-from xekern.tools import toolchain
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+if __name__ == "__main__":   # as a script: this checkout's xekern, not an installed one
+    sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples", "gemm"))
 sys.path.insert(0, HERE)
+
+import xekern as xk  # noqa: E402
+import xekern.language as xl  # noqa: E402
+from xekern.tools import isa_diff as D  # noqa: E402
+from xekern.tools import isa_eval as ev  # noqa: E402
+from xekern.tools import toolchain  # noqa: E402
 from gemm import gemm_kernel  # noqa: E402
 from isa_report import signature  # noqa: E402
 from test_levels import sg_gemm  # noqa: E402
