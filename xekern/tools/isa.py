@@ -152,7 +152,8 @@ def spirv_validate(spirv: bytes) -> Tuple[bool, str]:
 # ---- reading the ISA -------------------------------------------------------------------------------
 
 _LABEL = re.compile(r"^\s*([A-Za-z_][\w$.]*):\s*(?://.*)?$")
-_INSTR = re.compile(r"^\s*(?:\((?P<pred>[^)]*)\)\s*)?(?P<op>[a-z][a-z0-9_]*(?:\.(?:\([^)]*\)|[\w]+))*)"
+# (a bfn's function may nest parentheses and hold spaces: "bfn.((s0|s1) &s2)")
+_INSTR = re.compile(r"^\s*(?:\((?P<pred>[^)]*)\)\s*)?(?P<op>[a-z][a-z0-9_]*(?:\.(?:\((?:[^()]|\([^()]*\))*\)|[\w]+))*)"
                     r"(?P<rest>.*)$")
 
 
@@ -477,14 +478,16 @@ def _ocloc_failed(inst: Installed, t: Target, device: str, out: str) -> IsaError
 
 
 def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_mode: Optional[int] = None,
-                options: str = "", work_dir: Optional[str] = None, compiler: Optional[str] = None) -> IsaReport:
+                options: str = "", work_dir: Optional[str] = None, compiler: Optional[str] = None,
+                iga_options: Sequence[str] = ()) -> IsaReport:
     """Compile SPIR-V with ocloc for ``target``, disassemble ``kernel_name`` and summarize it.
 
     ``compiler`` is ``current`` (IGC 2.x, the default when installed) or ``12504`` (Debian 12's),
     from ``python -m xekern toolchain install``. ``grf_mode`` (128 or 256, one of
     ``target.grf_modes``) forces the register file size; None leaves it to IGC. ``options`` are
     extra ``-options`` for IGC. ``work_dir`` keeps the intermediate files there (the default is a
-    temporary directory).
+    temporary directory). ``iga_options`` go to ``iga64 -d`` (``-Xprint-hex-floats``: float
+    immediates as their bits; by default iga prints them in decimal, which need not round-trip).
 
     >>> r = compile_isa(c.spirv, c.name, "pvc", grf_mode=256)
     >>> r.grf_mode, r.counts.dpas, r.spilled_around
@@ -500,10 +503,10 @@ def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_
     compile_in = _compile_dumped if inst.isa_from_dump else _compile_disassembled
     if work_dir is not None:
         os.makedirs(work_dir, exist_ok=True)
-        r = compile_in(work_dir, spirv, kernel_name, t, opts, inst)
+        r = compile_in(work_dir, spirv, kernel_name, t, opts, inst, tuple(iga_options))
     else:
         with tempfile.TemporaryDirectory(prefix="xekern-isa-") as d:
-            r = compile_in(d, spirv, kernel_name, t, opts, inst)
+            r = compile_in(d, spirv, kernel_name, t, opts, inst, tuple(iga_options))
     if grf_mode is not None and r.grf_mode is not None and r.grf_mode != grf_mode:
         raise IsaError(f"asked for {grf_mode} GRF with -options \"{opts}\" but IGC compiled {kernel_name} with "
                        f"{r.grf_mode} (ocloc ignores options it does not know)")
@@ -530,9 +533,10 @@ def _ocloc_compile(d: str, spirv: bytes, t: Target, opts: str, inst: Installed,
     return out, bins
 
 
-def _disassemble(inst: Installed, t: Target, path: str, d: str, kernel: str) -> Tuple[str, List[str]]:
+def _disassemble(inst: Installed, t: Target, path: str, d: str, kernel: str,
+                 iga_options: Tuple[str, ...] = ()) -> Tuple[str, List[str]]:
     """``iga64 -d`` of a kernel binary: (ISA text, iga64's warnings)."""
-    r = _run(inst.command("iga64", ["-d", f"-p={t.iga_platform}", path]), d, "iga64")
+    r = _run(inst.command("iga64", ["-d", f"-p={t.iga_platform}", *iga_options, path]), d, "iga64")
     if r.returncode != 0 or not r.stdout.strip():
         raise IsaError(f"iga64 -p={t.iga_platform} ({inst.label}) could not disassemble {kernel}:\n{_output(r)}")
     return r.stdout, [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
@@ -549,7 +553,8 @@ def _report(inst: Installed, t: Target, kernel: str, opts: str, text: str, ptm: 
                      warnings=warnings, compiler=inst.name, compiler_version=inst.label)
 
 
-def _compile_disassembled(d: str, spirv: bytes, kernel: str, t: Target, opts: str, inst: Installed) -> IsaReport:
+def _compile_disassembled(d: str, spirv: bytes, kernel: str, t: Target, opts: str, inst: Installed,
+                          iga_options: Tuple[str, ...] = ()) -> IsaReport:
     """IGC 12504's way: ``ocloc disasm`` writes each kernel's heap and PTM.txt (patch tokens)."""
     compile_out, bins = _ocloc_compile(d, spirv, t, opts, inst)
     dump = os.path.join(d, "dump")
@@ -565,7 +570,7 @@ def _compile_disassembled(d: str, spirv: bytes, kernel: str, t: Target, opts: st
     with open(ptm_path, errors="replace") as f:
         ptm_text = f.read()
     ptm = parse_ptm(ptm_text, kernel)
-    text, warnings = _disassemble(inst, t, heap, d, kernel)
+    text, warnings = _disassemble(inst, t, heap, d, kernel, iga_options)
     if _SYMBOL_TABLE_KERNEL in ptm_kernels(ptm_text):
         warnings.append(f"IGC's {_SYMBOL_TABLE_KERNEL} is in the binary: the module calls a function IGC could "
                         f"not resolve")
@@ -573,7 +578,8 @@ def _compile_disassembled(d: str, spirv: bytes, kernel: str, t: Target, opts: st
     return _report(inst, t, kernel, opts, text, ptm, spills, compile_out, warnings)
 
 
-def _compile_dumped(d: str, spirv: bytes, kernel: str, t: Target, opts: str, inst: Installed) -> IsaReport:
+def _compile_dumped(d: str, spirv: bytes, kernel: str, t: Target, opts: str, inst: Installed,
+                    iga_options: Tuple[str, ...] = ()) -> IsaReport:
     """IGC 2.x's way: its own shader dump (``IGC_ShaderDumpEnable``) holds each kernel's binary
     (``*_<simd>_*.dat``, disassembled with the root's ``iga64``), its vISA assembly (whose
     ``//.kernel`` line names it and ``//.spill size`` gives the spill bytes) and the zebin's
@@ -605,7 +611,7 @@ def _compile_dumped(d: str, spirv: bytes, kernel: str, t: Target, opts: str, ins
     spill = int(m.group(1)) if m else ptm.get("SpillSize", 0)
     spills = [SpillWarning(kernel, ptm.get("LargestCompiledSIMDSize", 0), ptm.get("NumGRFRequired", 0), spill)] \
         if spill else []
-    text, warnings = _disassemble(inst, t, asm[:-len(".asm")] + ".dat", d, kernel)
+    text, warnings = _disassemble(inst, t, asm[:-len(".asm")] + ".dat", d, kernel, iga_options)
     return _report(inst, t, kernel, opts, text, ptm, spills, compile_out, warnings)
 
 
