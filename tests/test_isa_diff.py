@@ -7,19 +7,11 @@ The evaluator is checked on small ISA listings whose outcome is worked out by ha
 corpus of kernels (the flagship GEMM in every dtype and layout, tensor-descriptor kernels); and the
 check's teeth, on a hand-written descriptor bit made wrong on purpose.
 
-Two real discrepancies in xekern's hand-written path are pinned here as strict xfails (the test
-passes again, and then fails as XPASS, once xekern is fixed):
-
-- ``STUCK_PAYLOAD``: recurrence.py's ``Loop.close`` moves a K loop's two-message payload register
-  with ``add (M1, 32)`` without NoMask; in a SIMD16 thread channels 16-31 are off (vISA: the
-  execution masks start as the dispatch SIMD size), so the second message of each pair reads its
-  pre-loop coordinates (one K step before the first) in every iteration. With all 32 channels on
-  (``all_lanes``) the two emitters agree exactly, which is what ``test_..._if_all_32_channels_ran``
-  shows.
-- ``PACKED_STORE``: rules_block.py's ``_store_block2d`` packs 2..3 rows of a 32-bit block (or
-  fewer than 128 bits of rows) into one wide integer per lane for inline ``lsc_store_block2d``;
-  IGC lays that operand out lane by lane (row pairs interleaved), while the message reads row by
-  row: the stored rows are a mix of both.
+It found two real discrepancies, both fixed, which the corpus now guards: a K loop's payload add
+(``add (M1, 32)`` in recurrence.py) ran without NoMask, so in a SIMD16 thread the second message
+of each pair never advanced (every flagship GEMM); and 2D block stores of fewer than 128 bits of
+rows per lane packed them into one wide integer, which IGC lays out lane by lane, while the
+message reads row by row.
 
     XEKERN_TOOLCHAIN_DIR=/tmp/tcx python -m pytest tests/test_isa_diff.py -q
     python tests/test_isa_diff.py gemm-bf16-nn [--all-lanes]      # a case's report
@@ -246,6 +238,10 @@ def small_cases():
                                                           BM=16, BK=32),
                dict(M=45, K=130), dict(x_ptr=(45, 130), o_ptr=(1, 45)), groups=((0, 0, 0), (2, 0, 0))),
     ]
+    out.append(D.Case("sg_gemm", sg_gemm, dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32),
+                                               M=I32, N=I32, K=I32, BM=8, BN=16, BK=16),
+                      dict(M=45, N=48, K=48), dict(a_ptr=(45, 48), b_ptr=(48, 48), c_ptr=(45, 48)),
+                      groups=((0, 0, 0), (1, 2, 0))))
     for name, ab, acc, bk in (("bf16", xl.bfloat16, xl.float32, 32), ("u8", xl.uint8, xl.int32, 64)):
         m, n, k = 40, 48, 3 * bk
         out.append(D.Case(f"gemm_desc-{name}", gemm_desc, dict(a_ptr=P(ab), b_ptr=P(ab), c_ptr=P(acc), M=I32, N=I32,
@@ -257,12 +253,6 @@ def small_cases():
 
 CASES = {c.name: c for c in [gemm_case(d, lay) for d in GEMM_DTYPES for lay in ("nn", "nt", "tn", "tt")]
          + small_cases()}
-
-STUCK_PAYLOAD = "STUCK_PAYLOAD: K-loop payload add (M1, 32) without NoMask (recurrence.py Loop.close)"
-PACKED_STORE = "PACKED_STORE: 2D block store rows packed in one wide int per lane (rules_block._store_block2d)"
-KNOWN = {name: STUCK_PAYLOAD for name in CASES if name.startswith("gemm-")}
-KNOWN["gemm_desc-u8"] = STUCK_PAYLOAD
-KNOWN["copy_blocks-transposed"] = PACKED_STORE
 
 
 @functools.lru_cache(maxsize=None)
@@ -276,62 +266,13 @@ def result(name: str, all_lanes: bool = False) -> D.DiffResult:
     return session(name).check(all_lanes=all_lanes)
 
 
-def _params(names, known):
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="real discrepancy: " + known[n]))
-            if n in known else n for n in names]
-
-
 @needs_compiler
-@pytest.mark.parametrize("name", _params(CASES, KNOWN))
+@pytest.mark.parametrize("name", list(CASES))
 def test_xekern_messages_and_dpas_do_what_igc_does(name):
     """Every 2D block message (descriptor and payload), dpas (operands by provenance, chains),
     SLM message, barrier and stored byte of the hand-written path matches IGC's lowering."""
     r = result(name)
     assert r.ok, r.report()
-
-
-@needs_compiler
-@pytest.mark.parametrize("name", [n for n, why in KNOWN.items() if why is STUCK_PAYLOAD])
-def test_the_stuck_payloads_are_the_only_difference_if_all_32_channels_ran(name):
-    """With the upper 16 channels of the payload adds enabled, the kernels whose check fails on
-    STUCK_PAYLOAD match IGC's lowering exactly: nothing else differs."""
-    r = result(name, all_lanes=True)
-    assert r.ok, r.report()
-
-
-@needs_compiler
-def test_the_stuck_payload_is_the_a_load_of_the_first_k_step():
-    """gemm-bf16-nn, thread 0: xekern's first-K-step A load (2 blocks of 32 rows x 16) sits at
-    x = -64 (the K origin minus one K-loop step, where the payload starts before the first add) in
-    all 3 iterations, reading nothing inside A, where IGC's reads x = 0, 64, 128 (and the second
-    K step's, 32, 96, 160, which xekern's reads too)."""
-    r = result("gemm-bf16-nn")
-    sub, base = r.runs[0]
-    a_base = D.buffers(CASES["gemm-bf16-nn"])[0]
-    assert a_base.name == "a_ptr"
-    xs = sorted({e.block.x for e in sub.threads[0].events if e.kind == "block2d" and e.block.base == a_base.base
-                 and e.desc.rlen and e.block.h == 32})
-    assert xs == [-64, 32, 96, 160], xs      # the stuck first-step load; the second step's, which moves
-    stuck = [e for e in sub.threads[0].events if e.kind == "block2d" and e.block.base == a_base.base
-             and e.desc.rlen and e.block.x == -64]
-    assert len(stuck) == 3 and all(sum(n for _, _, n, a in e.elems if a is not None) == 0 for e in stuck)
-    igc = sorted({e.block.x for e in base.threads[0].events if e.kind == "block2d" and e.block.base == a_base.base
-                  and e.desc.rlen})
-    assert igc == [0, 32, 64, 96, 128, 160], igc
-
-
-@needs_compiler
-def test_the_packed_store_interleaves_rows():
-    """copy_blocks-transposed, workgroup (1, 2): o[12, 9] must be x[9, 12] (offset (9 * 53 + 12) * 4);
-    IGC's store writes it, xekern's writes x[8, 13], the neighbour lane's second row."""
-    r = result("copy_blocks-transposed")
-    sub, base = r.runs[1]
-    o = {b.name: b for b in D.buffers(CASES["copy_blocks-transposed"])}["o_ptr"]
-    addr = o.base + (12 * 37 + 9) * 4
-    keys = session("copy_blocks-transposed").keys
-    got = [ev.split_byte(c) for c in (sub.memory.written[addr], base.memory.written[addr])]
-    assert [g[0] for g in got] == [keys.key(("mem", "x_ptr"))] * 2
-    assert got[1][1] == (9 * 53 + 12) * 4 and got[0][1] == (8 * 53 + 13) * 4, got
 
 
 @needs_compiler
@@ -347,27 +288,14 @@ def test_division_finds_the_tile_of_workgroup_5():
     assert min(e.block.x for e in loads if e.block.base == bufs["b_ptr"].base) == 256
 
 
-@needs_compiler
-def test_the_subgroup_level_gemm_has_one_path_only():
-    """sg_gemm (level="subgroup") takes IGC 12504's GenISA.LSC2DBlockRead builtins on the visa
-    side, which the current IGC crashes on (HARDWARE.md: IGC 2.x's takes 13 operands): there is no
-    second path to compare it with."""
-    case = D.Case("sg_gemm", sg_gemm, dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32,
-                                           N=I32, K=I32, BM=8, BN=16, BK=16),
-                  dict(M=45, N=37, K=48), dict(a_ptr=(45, 48), b_ptr=(48, 37), c_ptr=(45, 37)))
-    D.compile_variant(case, "spirv-ext")
-    with pytest.raises(Exception, match="internal compiler error"):
-        D.compile_variant(case, "visa")
-
-
 # ---- the check's teeth ---------------------------------------------------------------------------------
 
 def _corrupted(name: str, monkeypatch, **constants) -> D.DiffResult:
     """The check of case ``name`` with xekern's hand-written descriptor constants replaced
-    (rules_block's ``_LSC_*``), against the cached IGC baseline."""
-    from xekern.lowering.codegen import rules_block
+    (lsc.py's ``LSC_*``), against the cached IGC baseline."""
+    from xekern.lowering.codegen import lsc
     for k, v in constants.items():
-        monkeypatch.setattr(rules_block, k, v)
+        monkeypatch.setattr(lsc, k, v)
     s = session(name)
     v = D.compile_variant(s.case, D.SUBJECT)
     return D.Session(s.case, variants={D.SUBJECT: v, D.BASELINE: s.variants[D.BASELINE]}).check()
@@ -375,7 +303,7 @@ def _corrupted(name: str, monkeypatch, **constants) -> D.DiffResult:
 
 @needs_compiler
 def test_a_wrong_vnni_bit_is_caught_and_the_message_named(monkeypatch):
-    r = _corrupted("gemm_desc-bf16", monkeypatch, _LSC_VNNI=0)
+    r = _corrupted("gemm_desc-bf16", monkeypatch, LSC_VNNI=0)
     assert not r.ok
     text = r.report()
     first = r.findings[0]
@@ -387,7 +315,7 @@ def test_a_wrong_vnni_bit_is_caught_and_the_message_named(monkeypatch):
 
 @needs_compiler
 def test_wrong_cache_bits_are_caught_and_the_message_named(monkeypatch):
-    r = _corrupted("row_sums_advance", monkeypatch, _LSC_L1_L3_CACHED=2 << 17)   # L1 uncached, L3 cached
+    r = _corrupted("row_sums_advance", monkeypatch, LSC_L1_L3_CACHED=2 << 17)   # L1 uncached, L3 cached
     assert not r.ok
     text = r.report()
     assert any("load_block2d.ugm.d16.a64.uc.ca x_ptr" in x for f in r.findings for x in f.left), text
@@ -396,7 +324,7 @@ def test_wrong_cache_bits_are_caught_and_the_message_named(monkeypatch):
 
 @needs_compiler
 def test_a_wrong_transpose_bit_is_caught_and_the_message_named(monkeypatch):
-    r = _corrupted("copy_blocks-transposed", monkeypatch, _LSC_TRANSPOSE=0)
+    r = _corrupted("copy_blocks-transposed", monkeypatch, LSC_TRANSPOSE=0)
     text = r.report()
     msgs = [f for f in r.findings if "2D block messages" in f.what]
     assert msgs and any("load_block2d.ugm.d32.a64 x_ptr" in x for x in msgs[0].left), text

@@ -142,3 +142,22 @@ def test_a_warmed_kernel_refuses_arguments_its_surfaces_do_not_take(rng):
     k = shifted_copy.warmup(x, np.empty((37, 48), bf16), 0, 37, 48, 48, BM=16, BN=16, grid=(1,), target="cpu")
     with pytest.raises(xk.LaunchError, match="tensor surfaces take 2D block messages"):
         k[(3, 2)](x, np.empty((37, 16), bf16), 0, 37, 16, 48, 16, 16)   # 16 bf16: 32-byte rows
+
+
+@pytest.mark.parametrize("target,compiler", [("pvc", "current"), ("pvc", "12504"), ("bmg", "current")])
+def test_an_aligned_down_base_builds_with_every_emitter(target, compiler):
+    """The base aligned down to 64 bytes moves x by its low bits; a K loop advancing a descriptor
+    around it once made both IGCs narrow that x into a 32-bit add3 with a 64-bit source, which
+    their vISA verifier rejects: every emitter the compiler takes builds, with its block reads (IGC
+    12504 does not know bmg)."""
+    from test_tiles_device import row_sums_advance
+    from xekern.lowering import emitters
+    from xekern.tools.isa import compile_isa
+    s = dict(x_ptr=P(xl.float16), o_ptr=P(xl.float32), M=I32, K=I32, BM=16, BK=32)
+    t = xk.targets[target]
+    names = [e.name for e in emitters.candidates(t, emitters.OFFLINE[compiler])]
+    assert names
+    for name in names:
+        c = row_sums_advance.compile_offline(s, target=target, emitter=name, compiler=compiler)
+        r = compile_isa(c.spirv, c.name, target, compiler=compiler)
+        assert r.counts.load_block2d >= 1 and not r.spills, (name, r.summary())

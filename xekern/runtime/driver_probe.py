@@ -32,13 +32,14 @@ from ..lowering.emitters import DRIVERS, Driver
 from ..targets import Target
 
 PROBE_TIMEOUT = 120.0  # seconds for the child's build (a driver's first build initializes its compiler)
+PROBE_VERSION = 2  # part of the cache key: a changed probe module is asked again
 _lock = threading.Lock()
 _known: Dict[str, Driver] = {}
 
 
 def _key(device) -> str:
     backend = str(device.backend).split(".")[-1]
-    return f"{backend}|{device.name}|{device.driver_version}"
+    return f"{backend}|{device.name}|{device.driver_version}|probe {PROBE_VERSION}"
 
 
 def _disk_path(key: str) -> str:
@@ -103,8 +104,9 @@ def probe_spirv(target: Target) -> bytes:
     from .jit import JITFunction
 
     def driver_probe(a_ptr, b_ptr, c_ptr):
-        a = xl.make_tensor_descriptor(a_ptr, shape=(8, 16), strides=(16, 1), block_shape=(8, 16))
-        b = xl.make_tensor_descriptor(b_ptr, shape=(16, 16), strides=(16, 1), block_shape=(16, 16))
+        # f16 surfaces 32 wide: 64 bytes, the narrowest a 2D block message takes
+        a = xl.make_tensor_descriptor(a_ptr, shape=(8, 32), strides=(32, 1), block_shape=(8, 16))
+        b = xl.make_tensor_descriptor(b_ptr, shape=(16, 32), strides=(32, 1), block_shape=(16, 16))
         c = xl.make_tensor_descriptor(c_ptr, shape=(8, 16), strides=(16, 1), block_shape=(8, 16))
         c.store((0, 0), xl.dot(a.load((0, 0)), b.load((0, 0))))
     kernel = JITFunction(driver_probe, num_subgroups=1, debug=False, interpret=False)

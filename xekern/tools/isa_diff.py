@@ -34,8 +34,7 @@ baseline) runs as the hardware does; ``check(all_lanes=True)`` runs xekern's cod
 channels enabled at dispatch, to tell differences that come only from instructions wider than
 the SIMD16 thread (see tests/test_isa_diff.py's STUCK_PAYLOAD).
 
-The emitter is chosen by one option of ``compile_offline`` (``EMITTER_OPTION``, the only place it
-is spelled).
+The emitter is chosen by ``compile_offline``'s ``emitter`` option (``EMITTERS``).
 
 Example::
 
@@ -61,11 +60,8 @@ from ..errors import XekernError
 from . import isa_eval as ev
 from .isa import compile_isa
 
-# The option of ``kernel.compile_offline`` that chooses the emitter of 2D block IO and DPAS, and
-# its value for each of the two emitters compared. (Being renamed to ``emitter="visa"`` /
-# ``emitter="spirv-ext"``: change it here.)
-EMITTER_OPTION = "spirv_ext"
-EMITTERS = {"visa": {EMITTER_OPTION: False}, "spirv-ext": {EMITTER_OPTION: True}}
+# The two emitters compared, as ``kernel.compile_offline(emitter=...)`` names them.
+EMITTERS = {"visa": {"emitter": "visa"}, "spirv-ext": {"emitter": "spirv-ext"}}
 BASELINE = "spirv-ext"          # IGC's own lowering: the reference
 SUBJECT = "visa"                # xekern's hand-written messages and DPAS
 

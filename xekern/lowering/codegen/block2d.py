@@ -142,7 +142,12 @@ def aligned_region(cg: CodeGen, d: NdDesc, origin: List, msg_bytes: int = 0) -> 
     rules = cg.target.block2d_surface
     width, height, pitch, x, y = region(cg, d, origin)
     base = b.ptrtoint(d.base, I64)
-    shift = b.trunc(b.and_(base, ll.Constant(I64, rules.base_align - 1)), I32)
+    # the low bits from the base's low dword, taken as a vector element: from a trunc (of the
+    # i64 or of an i64 ``and``) IGC (12504 and 2.x) narrows the payload's x into a 32-bit add3
+    # with a 64-bit source, which its vISA verifier rejects ("add3 src operand only supports
+    # integer D/W type"; row_sums_advance)
+    lo = b.extract_element(b.bitcast(base, ll.VectorType(I32, 2)), cg.i32(0))
+    shift = b.and_(lo, cg.i32(rules.base_align - 1))
     base = b.and_(base, ll.Constant(I64, -rules.base_align))
     width = b.add(b.mul(width, cg.i32(eb)), shift)
     if len(d.shape) == 1:  # any pitch >= the width: the next multiple of base_align

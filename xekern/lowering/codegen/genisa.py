@@ -51,25 +51,19 @@ def lane0(cg: CodeGen, a):
 
 
 def store_block2d(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
-    """``lsc_store_block2d`` in chunks of rows whose per-lane data is 128 bits (inline-asm operands
-    must be scalars or 128-bit vectors); store blocks are 16 elements wide, 1..8 rows."""
+    """One ``lsc_store_block2d`` per stored block (16 elements wide, 1..8 rows). The rows go in as
+    one ``<rows x iN>`` operand: a vector is laid out element by element across the lanes (row
+    after row, as the message reads them); a wide scalar would be laid out lane by lane."""
     t = d.type.elem
     h, w = store_shape(cg, op, d)
     vals = cg.slots(op.operands[0])
-    rows = max(1, min(h, 128 // t.bits))
     surf = surface(cg, d, nd_origin(cg, d, op))
-    for r0 in range(0, h, rows):
-        n = min(rows, h - r0)
-        if t.bits * n == 128:
-            _store_rows(cg, d, surf, r0, w, n, slots_as_vector(cg, vals, r0, n, t.bits))
-            continue
-        ints = [cg.b.bitcast(v, ll.IntType(t.bits)) if not isinstance(v.type, ll.IntType) else v
-                for v in vals[r0:r0 + n]]
-        wide = ll.IntType(max(8, t.bits * n))  # fewer bits: pack into one scalar
-        data = ll.Constant(wide, 0)
-        for i, v in enumerate(ints):
-            data = cg.b.or_(data, cg.b.shl(cg.b.zext(v, wide), ll.Constant(wide, i * t.bits)))
-        _store_rows(cg, d, surf, r0, w, n, data)
+    data = slots_as_vector(cg, vals, 0, h, t.bits) if h > 1 else _as_int(cg, vals[0], t.bits)
+    _store_rows(cg, d, surf, 0, w, h, data)
+
+
+def _as_int(cg: CodeGen, v, bits: int):
+    return v if isinstance(v.type, ll.IntType) else cg.b.bitcast(v, ll.IntType(bits))
 
 
 def _store_rows(cg: CodeGen, d: NdDesc, surf: List, r0: int, w: int, n: int, data) -> None:
