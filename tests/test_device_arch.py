@@ -7,7 +7,7 @@ import ctypes
 import pytest
 
 import xekern as xk
-from xekern.runtime import device, device_arch
+from xekern.runtime import device, device_arch, loaded_libs
 from xekern.runtime.device_arch import (CL_DEVICE_ID_INTEL, CL_DEVICE_IP_VERSION_INTEL, DeviceArch,
                                         ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT, ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES,
                                         ZeDeviceIpVersionExt, ZeDeviceProperties)
@@ -109,7 +109,7 @@ class NoSuchDevice:
 
 
 def test_without_the_level_zero_loader_the_query_fails_soft(monkeypatch):
-    monkeypatch.setattr(device_arch, "_mapped", lambda prefix: None)   # no libze_loader mapped
+    monkeypatch.setattr(loaded_libs, "mapped", lambda prefix: None)   # no libze_loader mapped
     d = NoSuchDevice()
     a = device_arch.query(d)
     assert (a.ip_version, a.device_id) == (None, None) and "libze_loader" in a.source

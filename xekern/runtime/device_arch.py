@@ -23,12 +23,12 @@ reason, and the device is matched by name. The answer is kept per device.
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from dataclasses import dataclass
 from typing import Dict, Optional
 
 from ..targets import IpVersion
+from .loaded_libs import opened
 
 _GET_NATIVE = "_ZNK4sycl3_V16device9getNativeEv"   # sycl::_V1::device::getNative() const
 ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3
@@ -102,28 +102,8 @@ def read_opencl(cl, handle: int) -> DeviceArch:
     return DeviceArch(ip, dev, "opencl" if ip or dev else "clGetDeviceInfo answered neither query")
 
 
-def _mapped(prefix: str) -> Optional[str]:
-    """The path of the loaded shared library whose file name starts with ``prefix``."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.rstrip("\n").split(None, 5)[-1]
-                if os.path.basename(path).startswith(prefix):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
-def _loaded(prefix: str):
-    path = _mapped(prefix)
-    if path is None:
-        raise OSError(f"{prefix}* is not loaded in this process")
-    return ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
-
-
 def _native_handle(device) -> int:
-    get_native = getattr(_loaded("libsycl.so"), _GET_NATIVE)
+    get_native = getattr(opened("libsycl.so"), _GET_NATIVE)
     get_native.restype, get_native.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
     handle = get_native(device.addressof_ref())
     if not handle:
@@ -134,12 +114,12 @@ def _native_handle(device) -> int:
 def _ask(device) -> DeviceArch:
     backend = str(device.backend).lower()
     if "level_zero" in backend:
-        ze = _loaded("libze_loader.so")
+        ze = opened("libze_loader.so")
         ze.zeDeviceGetProperties.restype = ctypes.c_int32
         ze.zeDeviceGetProperties.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         return read_level_zero(ze, _native_handle(device))
     if "opencl" in backend:
-        cl = _loaded("libOpenCL.so")
+        cl = opened("libOpenCL.so")
         cl.clGetDeviceInfo.restype = ctypes.c_int32
         cl.clGetDeviceInfo.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p,
                                        ctypes.c_void_p]

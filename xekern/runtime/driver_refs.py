@@ -29,6 +29,7 @@ import threading
 from typing import Optional, Tuple
 
 from .. import knobs
+from .loaded_libs import mapped
 
 _CL_KERNEL_REFERENCE_COUNT = 0x1192
 _CL_KERNEL_PROGRAM = 0x1194
@@ -43,19 +44,6 @@ _api = None  # (getNative, OpenCL library) once looked up; False when unavailabl
 stats = {"returned": 0, "left": 0, "why_left": ""}
 
 
-def _loaded(prefix: str) -> Optional[str]:
-    """The path of the shared library whose file name starts with ``prefix``, as this process mapped it."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.rstrip("\n").split(None, 5)[-1]
-                if os.path.basename(path).startswith(prefix):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
 def _version(text: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
@@ -65,7 +53,7 @@ def _lookup():
     import dpctl
     if _version(dpctl.__version__) > _LAST_LEAKY_DPCTL:
         return None, f"dpctl {dpctl.__version__} is newer than the last one known to leak"
-    paths = _loaded("libsycl.so"), _loaded("libOpenCL.so")
+    paths = mapped("libsycl.so"), mapped("libOpenCL.so")
     if None in paths:
         return None, "libsycl or libOpenCL is not loaded"
     try:

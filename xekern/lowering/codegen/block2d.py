@@ -19,7 +19,7 @@ from ..layouts import rows_per_register
 from ..rewrite import PassError
 from ..spirv_asm import is_asm
 from .core import CodeGen, NamedRegister, NdDesc, VecSlots, lazy_slots, ll_type
-from .nd_elementwise import nd_origin
+from .nd_elementwise import load_elementwise, nd_origin
 from .ocl import I32, I64
 
 
@@ -182,6 +182,16 @@ def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=Non
         return lazy_slots(cg, vec, count, per, make)
     slots = VecSlots([None] * count, None, per, make, cg.b, message, make_vec)
     return slots
+
+
+def load_nd(cg: CodeGen, op: ir.LoadNdOp, read, named=None) -> List:
+    """A descriptor load as the GPU emitters write it: ``load_block2d`` with the emitter's ``read``
+    (and ``named``) where the surface and the block allow a 2D block message, else element by
+    element."""
+    d: NdDesc = cg.get(op.tdesc)
+    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
+        return load_block2d(cg, op, d, read, named=named)
+    return load_elementwise(cg, op, d)
 
 
 def load_block2d(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, read, named=None) -> List:

@@ -8,22 +8,19 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ... import ir
-from .block2d import block2d_enabled, block_fits, load_block2d
+from .block2d import block2d_enabled, block_fits, load_nd
 from .core import CodeGen, NdDesc, rule
 from .dpas_builtin import dpas_builtin
 from .dpas_cpu import dpas_emulated
 from .genisa import genisa_read, prefetch_block2d, store_block2d
-from .nd_elementwise import load_elementwise, store_elementwise
+from .nd_elementwise import store_elementwise
 
 TABLE = "igc-builtins"
 
 
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
-    d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
-        return load_block2d(cg, op, d, genisa_read)
-    return load_elementwise(cg, op, d)
+    return load_nd(cg, op, genisa_read)
 
 
 @rule(ir.StoreNdOp, table=TABLE)

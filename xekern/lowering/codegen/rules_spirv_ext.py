@@ -32,12 +32,12 @@ from ... import ir
 from ...ir.layout import lane_slot_offsets
 from ..emitters import SPIRV_OPS_EXTENSIONS as EXTENSIONS
 from ..rewrite import PassError
-from .block2d import aligned_region, block2d_enabled, block_fits, load_block2d, prefetch_shape, region, store_shape
+from .block2d import aligned_region, block2d_enabled, block_fits, load_nd, prefetch_shape, region, store_shape
 from .core import CodeGen, NdDesc, lazy_slots, rule
 from .dpas_builtin import pack
 from .dpas_cpu import dpas_emulated
 from .memory import zero
-from .nd_elementwise import load_elementwise, nd_origin, store_elementwise
+from .nd_elementwise import nd_origin, store_elementwise
 from .ocl import F32, I32, mangle_args
 
 TABLE = "spirv-ext"
@@ -90,10 +90,7 @@ def _spirv_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int,
 
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
-    d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
-        return load_block2d(cg, op, d, _spirv_read)
-    return load_elementwise(cg, op, d)
+    return load_nd(cg, op, _spirv_read)
 
 
 @rule(ir.StoreNdOp, table=TABLE)

@@ -8,12 +8,11 @@ from __future__ import annotations
 from ... import ir
 from . import visa_barrier
 from .arith import workgroup_barrier
-from .block2d import block2d_enabled, block_fits, load_block2d
+from .block2d import block2d_enabled, load_nd
 from .control import for_loop
 from .core import CodeGen, NdDesc, rule
 from .dpas_builtin import dpas_builtin
 from .lsc import load_named, raw_prefetch, raw_read
-from .nd_elementwise import load_elementwise
 from .visa_dpas import dpas_visa, inline_dpas, loop_accumulators
 
 TABLE = "visa"
@@ -21,10 +20,7 @@ TABLE = "visa"
 
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
-    d: NdDesc = cg.get(op.tdesc)
-    if block2d_enabled(cg, d) and block_fits(cg, op, narrow=cg.emitter.narrow_block_reads):
-        return load_block2d(cg, op, d, raw_read, named=load_named)
-    return load_elementwise(cg, op, d)
+    return load_nd(cg, op, raw_read, named=load_named)
 
 
 @rule(ir.PrefetchNdOp, table=TABLE)
