@@ -56,11 +56,14 @@ needs_compiler = pytest.mark.skipif(not _have_current_compiler(),
 
 # ---- the evaluator on listings worked out by hand --------------------------------------------------------
 
-def run_listing(text: str, r1: dict = (), buffers=(), simd: int = 16, dispatch_mask=None):
-    """Run an ISA listing as one SIMD16 thread; ``r1``: dword index -> value set before it runs."""
+def run_listing(text: str, r1: dict = (), buffers=(), simd: int = 16, dispatch_mask=None, platform: str = "12p72",
+                crossthread: bytes = bytes(64), inline: bytes = b""):
+    """Run an ISA listing as one SIMD16 thread of ``platform`` (an iga64 name); ``r1``: dword
+    index -> value set before it runs."""
     keys = ev.Interner()
-    mem = ev.Memory(list(buffers), bytes(64), keys)
-    wg = ev.Workgroup(ev.Program.from_text(text), simd, 1, mem, keys, dispatch_mask=dispatch_mask)
+    mem = ev.Memory(list(buffers), crossthread, keys)
+    wg = ev.Workgroup(ev.Program.from_text(text, platform), simd, 1, mem, keys, dispatch_mask=dispatch_mask,
+                      inline=inline)
     t = wg.threads[0]
     for i, v in dict(r1).items():
         t.cells[GRF + 4 * i:GRF + 4 * i + 4] = list(int(v).to_bytes(4, "little"))
@@ -116,6 +119,73 @@ def test_a_hand_built_vnni_load_reads_the_payload_and_lays_out_the_block_as_work
     assert ev.split_byte(t.cells[20 * GRF + 72])[1] == 0x40 + 5 * 256 + 8 * 2
     inside = sum(n for _, _, n, a in e.elems if a is not None)
     assert inside == 256, e.elems
+
+
+def _xe2_load(ex_desc: int, name: str) -> str:
+    """VNNI_LOAD on Xe2, its descriptor carrying immediate offsets ``ex_desc`` (iga: ``name``)."""
+    old = "null:0  0x0            0x02800283           {$1} // wr:1+0, rd:8; load_block2d.ugm.d16v.a64"
+    assert old in VNNI_LOAD
+    return VNNI_LOAD.replace(old, f"null:0  0x{ex_desc:X}            0x02800283           {{$1}} // wr:1+0, rd:8; {name}")
+
+
+@pytest.mark.parametrize("ex_desc, name, x, y", [
+    (0x0, "load_block2d.ugm.d16v.a64", 6, 3),
+    (0x1010000, "load_block2d.ugm.d16v.a64.flat[A+(0x10,0x4)]", 6 + 16, 3 + 4),
+    (0x3FC000, "load_block2d.ugm.d16v.a64.flat[A+(-0x4,0x0)]", 6 - 4, 3)])
+def test_xe2_adds_a_2d_block_message_s_immediate_offsets_to_its_payload(ex_desc, name, x, y):
+    """Xe2's ex_desc bits 21:12 / 31:22 (signed) are added to the payload's x (elements) and y
+    (rows): the listing of VNNI_LOAD with offsets reads where the payload plus them says."""
+    buf = ev.Buffer("a", 0x2_0000_0000, 32 * 256, 2, 128)
+    t, keys = run_listing(_xe2_load(ex_desc, name), {0: 0x40, 1: 0x2, 2: 128, 3: 6}, [buf], platform="xe2")
+    (e,) = [x for x in t.events if x.kind == "block2d"]
+    assert (e.desc.name, e.desc.message) == (name, "load_block2d.ugm.d16v.a64")
+    assert (e.block.x, e.block.y) == (x, y) and not e.note, e.block.fields()
+    # block row 3, column 2 (register bytes 74-75, as in the test above) is surface element (y + 3, x + 2)
+    off = 0x40 + (y + 3) * 256 + (x + 2) * 2
+    assert [ev.split_byte(c) for c in t.cells[20 * GRF + 74:20 * GRF + 76]] == \
+        [(keys.key(("mem", "a")), off), (keys.key(("mem", "a")), off + 1)]
+
+
+def test_the_same_descriptor_bits_are_read_per_platform():
+    """IGC's argument load: the cache-control field is bits 19:17 on pvc (4: ca.ca) and 19:16 on
+    Xe2 (9: L1 cached, L3 constant-cached); a value iga would read by bits 19:17 alone while bit 16
+    is set is refused, as are Xe2's load-only values on a store."""
+    pvc, xe2 = ev.msg.PLATFORMS["12p72"], ev.msg.PLATFORMS["xe2"]
+    assert ev.msg.decode_lsc(0x6219C500, 0xFF000000, "ugm", pvc).name == "load.ugm.d32x8t.a32.ca.ca.bti[255]"
+    assert ev.msg.decode_lsc(0x6219C500, 0xFF000000, "ugm", xe2).name == "load.ugm.d32x8t.a32.ca.cc.bti[255]"
+    assert ev.msg.decode_lsc(0x02880203, 0, "ugm", xe2).cache_name == "ca.ca"      # pvc's 4 << 17
+    with pytest.raises(ev.msg.MessageError, match=r"cache-control field 0x3 \(descriptor bits 19:16\)"):
+        ev.msg.decode_lsc(0x02830203, 0, "ugm", xe2)
+    with pytest.raises(ev.msg.MessageError, match="store_block2d: cache-control field 0x9"):
+        ev.msg.decode_lsc(0x02090007, 0, "ugm", xe2)
+    with pytest.raises(ev.msg.MessageError, match="immediate address offset"):
+        ev.msg.decode_lsc(0x6219C500, 0xFF001000, "ugm", xe2)
+    with pytest.raises(ev.EvalError, match="platforms"):
+        ev.Program.from_text(EOT, "12p71")
+
+
+def test_xe2_inline_data_is_in_r1_and_the_argument_load_reads_the_rest():
+    """On Xe2 the dispatch delivers the first bytes of the cross-thread data in r1 (inline data);
+    the prolog's load from binding table entry 255 reads the rest (the indirect data), as IGC's
+    .inputs table says (``isa_diff._check_inputs``)."""
+    text = """
+(W)     and (1|M0)               r127.0<1>:ud  r0.0<0;1,0>:ud    0xFFFFFFC0:ud
+(W)     send.ugm (1|M0)          r2       r127    null:0  0xFF000000            0x6219C500           {A@1,$0} \
+// wr:1+0, rd:1; load.ugm.d32x8t.a32.ca.cc.bti[255]
+(W)     add (1|M0)               r3.0<1>:d     r1.4<0;1,0>:d     r2.1<0;1,0>:d
+""" + EOT
+    data = bytes(range(64))
+    t, _ = run_listing(text, platform="xe2", crossthread=data[32:], inline=data[:32])
+    word = lambda o: int.from_bytes(data[o:o + 4], "little")  # noqa: E731
+    assert dwords(t, 3, 1) == [word(16) + word(36)]
+
+
+def test_an_inputs_table_unlike_the_check_s_model_of_argument_delivery_is_refused():
+    v = D.Variant("visa", "", "", 16, 1, False, [], {}, [("r1", "inline", 0), ("r2+0x4", "cti", 0x24)], "xe2", 32)
+    D._check_inputs(D.Case("t", None, {}, {}, {}), v, 64)
+    v.inputs.append(("r3", "cti", 0x28))
+    with pytest.raises(D.IsaDiffError, match=r"from cti\+0x28 at r3, not where .* \(r2\+0x8\)"):
+        D._check_inputs(D.Case("t", None, {}, {}, {}), v, 64)
 
 
 def test_a_simd32_instruction_without_nomask_leaves_channels_16_to_31_of_a_simd16_thread():
