@@ -16,6 +16,7 @@ message reads row by row.
     XEKERN_TOOLCHAIN_DIR=/tmp/tcx python -m pytest tests/test_isa_diff.py -q
     python tests/test_isa_diff.py gemm-bf16-nn [--all-lanes]      # a case's report
 """
+import dataclasses
 import functools
 import os
 import sys
@@ -277,14 +278,21 @@ def test_an_unknown_send_descriptor_is_refused():
 
 GEMM_DTYPES = {"bf16": (xl.bfloat16, xl.float32, 32), "f16": (xl.float16, xl.float32, 32),
                "int8": (xl.int8, xl.int32, 64)}
+# the targets whose default emitter is visa, each with the whole corpus; a case's name is
+# suffixed "@<target>" but on pvc (the names the corpus has always had)
+TARGETS = ("pvc", "bmg")
 
 
-def gemm_case(dtype: str, layout: str) -> D.Case:
+def case_name(name: str, target: str) -> str:
+    return name if target == "pvc" else f"{name}@{target}"
+
+
+def gemm_case(dtype: str, layout: str, target: str = "pvc") -> D.Case:
     """The flagship GEMM (examples/gemm: 256x256 tile, 32 subgroups, 256 GRF, 2 K steps per K-loop
-    iteration, prefetch distance 2) on a problem a little smaller than one tile in M and N (edges),
-    its K loop running 3 iterations; threads 0 and 31 of workgroup 0 (all 32 for tn, whose A^T goes
-    through SLM). bf16 nn also runs workgroup 5 of a 640x640 problem: tile (512, 256), which the
-    kernel finds with integer divisions."""
+    iteration, prefetch distance 2; the same configuration on pvc and bmg) on a problem a little
+    smaller than one tile in M and N (edges), its K loop running 3 iterations; threads 0 and 31 of
+    workgroup 0 (all 32 for tn, whose A^T goes through SLM). bf16 nn also runs workgroup 5 of a
+    640x640 problem: tile (512, 256), which the kernel finds with integer divisions."""
     ab, acc, bk = GEMM_DTYPES[dtype]
     size = 3 * 2 * bk                            # 3 K-loop iterations of 2 K steps
     m = n = 640 if (dtype, layout) == ("bf16", "nn") else size
@@ -292,12 +300,19 @@ def gemm_case(dtype: str, layout: str) -> D.Case:
     shapes = {"a_ptr": (k, m) if layout[0] == "t" else (m, k), "b_ptr": (n, k) if layout[1] == "t" else (k, n),
               "c_ptr": (m, n), "bias_ptr": (1, n)}
     groups = ((0, 0, 0), (5, 0, 0)) if (dtype, layout) == ("bf16", "nn") else ((0, 0, 0),)
-    return D.Case(f"gemm-{dtype}-{layout}", gemm_kernel, signature(ab, acc, layout, 256, 256, bk, 2, 2),
+    return D.Case(case_name(f"gemm-{dtype}-{layout}", target), gemm_kernel,
+                  signature(ab, acc, layout, 256, 256, bk, 2, 2),
                   dict(M=m, N=n, K=k, stride_ab=0, stride_bb=0, stride_cb=0), shapes, num_subgroups=32,
-                  grf_mode=256, groups=groups, threads=(0, 31))
+                  grf_mode=256, groups=groups, threads=(0, 31), target=target)
 
 
-def small_cases():
+def small_cases(target: str = "pvc"):
+    """The tensor-descriptor kernels of tests/test_tiles_device.py and the subgroup-level GEMM,
+    on edges (sizes that are not multiples of the blocks) and in two workgroups each."""
+    return [dataclasses.replace(c, name=case_name(c.name, target), target=target) for c in _small_cases()]
+
+
+def _small_cases():
     f32 = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32)
     out = [
         D.Case("copy_blocks", copy_blocks, dict(f32, BM=16, BN=16, TRANSPOSE=False), dict(M=37, N=53),
@@ -321,8 +336,8 @@ def small_cases():
     return out
 
 
-CASES = {c.name: c for c in [gemm_case(d, lay) for d in GEMM_DTYPES for lay in ("nn", "nt", "tn", "tt")]
-         + small_cases()}
+CASES = {c.name: c for t in TARGETS for c in [gemm_case(d, lay, t) for d in GEMM_DTYPES
+                                              for lay in ("nn", "nt", "tn", "tt")] + small_cases(t)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -346,13 +361,15 @@ def test_xekern_messages_and_dpas_do_what_igc_does(name):
 
 
 @needs_compiler
-def test_division_finds_the_tile_of_workgroup_5():
+@pytest.mark.parametrize("target", TARGETS)
+def test_division_finds_the_tile_of_workgroup_5(target):
     """bf16 nn, 640x640: workgroup 5 computes tile (512, 256) (GROUP_M 8: pid // in_group, pid % group_m),
     found by IGC's integer-division sequences (float reciprocal, RTZ double mad): thread 0's A rows
-    start at 512, its B columns at 256."""
-    r = result("gemm-bf16-nn")
+    start at 512, its B columns at 256 (on bmg, payload coordinates plus immediate offsets)."""
+    name = case_name("gemm-bf16-nn", target)
+    r = result(name)
     _, base = r.runs[1]
-    bufs = {b.name: b for b in D.buffers(CASES["gemm-bf16-nn"])}
+    bufs = {b.name: b for b in D.buffers(CASES[name])}
     loads = [e for e in base.threads[0].events if e.kind == "block2d" and e.desc.rlen]
     assert min(e.block.y for e in loads if e.block.base == bufs["a_ptr"].base) == 512
     assert min(e.block.x for e in loads if e.block.base == bufs["b_ptr"].base) == 256
@@ -399,6 +416,17 @@ def test_a_wrong_transpose_bit_is_caught_and_the_message_named(monkeypatch):
     msgs = [f for f in r.findings if "2D block messages" in f.what]
     assert msgs and any("load_block2d.ugm.d32.a64 x_ptr" in x for x in msgs[0].left), text
     assert any("load_block2d.ugm.d32t.a64 x_ptr" in x for x in msgs[0].right), text
+
+
+@needs_compiler
+def test_on_bmg_a_cache_bit_pvc_does_not_have_is_caught_and_the_message_named(monkeypatch):
+    """Xe2's cache-control field is one bit wider (19:16): bit 16 turns xekern's L1 and L3
+    cached (4 << 17, "ca.ca") into L1 cached, L3 constant-cached ("ca.cc")."""
+    r = _corrupted("row_sums_advance@bmg", monkeypatch, LSC_L1_L3_CACHED=4 << 17 | 1 << 16)
+    assert not r.ok
+    text = r.report()
+    assert any("load_block2d.ugm.d16.a64.ca.cc x_ptr" in x for f in r.findings for x in f.left), text
+    assert any("load_block2d.ugm.d16.a64.ca.ca x_ptr" in x for f in r.findings for x in f.right), text
 
 
 if __name__ == "__main__":
