@@ -1,12 +1,16 @@
 """A differential check of xekern's hand-written GPU code against Intel's own lowering.
 
-On pvc, xekern writes a workgroup-level kernel's 2D block loads and prefetches as inline vISA
-``raw_sends`` with payloads it builds itself, and its DPAS as inline vISA (the ``visa`` emitter).
+On pvc and bmg (Xe-HPC and Xe2), xekern writes a workgroup-level kernel's 2D block loads and
+prefetches as inline vISA ``raw_sends`` with payloads and descriptors it builds itself, and its
+DPAS as inline vISA (the ``visa`` emitter, the default on both).
 The same kernel can instead use the standard SPIR-V ops (``SPV_INTEL_2d_block_io``,
 ``SPV_INTEL_subgroup_matrix_multiply_accumulate``), which IGC lowers itself (``spirv-ext``).
 ``check`` compiles a kernel both ways with the current compiler and compares what the hardware
 will do, as a concrete evaluator of the ISA (``isa_eval``) runs the threads of a workgroup with
-concrete arguments:
+concrete arguments. ``Case.target`` names the target record; its ``iga_platform`` chooses what
+the evaluator knows of that ISA (``isa_msg.PLATFORMS``: cache-control encodings, Xe2's immediate
+offsets, ...), and zeinfo says how the arguments arrive (Xe2's inline data in r1,
+``_check_inputs``). It compares:
 
 - every 2D block message: load (plain, VNNI, transposed), prefetch and store, by its descriptor
   (data size, VNNI, transpose, cache controls) and what its payload makes it touch (surface base,
@@ -32,7 +36,7 @@ Threads are compared one by one (the same subgroup of the same workgroup): all o
 threads run when the kernel has barriers or SLM, else ``Case.threads``. IGC's lowering (the
 baseline) runs as the hardware does; ``check(all_lanes=True)`` runs xekern's code with all 32
 channels enabled at dispatch, to tell differences that come only from instructions wider than
-the SIMD16 thread (see tests/test_isa_diff.py's STUCK_PAYLOAD).
+the SIMD16 thread (the K-loop payload add without NoMask in tests/test_isa_diff.py's docstring).
 
 The emitter is chosen by ``compile_offline``'s ``emitter`` option (``EMITTERS``).
 
@@ -41,6 +45,7 @@ Example::
     >>> from xekern.tools.isa_diff import Case, check
     >>> r = check(Case("gemm-bf16-nn", gemm_kernel, sig, scalars=dict(M=192, ...), shapes=...))
     >>> r.ok, print(r.report())
+    >>> check(Case("gemm-bf16-nn@bmg", ..., target="bmg")).ok
 
 The corpus of kernels it is run on lives in ``tests/test_isa_diff.py``; ``python
 tests/test_isa_diff.py [NAME ...] [--all-lanes]`` prints each case's report.
@@ -79,7 +84,8 @@ class Case:
     """One kernel to check: ``signature`` as for ``compile_offline``; ``scalars`` the value of each
     scalar argument; ``shapes`` each pointer argument's (rows, row pitch) in elements, which sizes
     its buffer and names its bytes ``a[row, col]`` in listings; ``groups`` the workgroup ids run;
-    ``threads`` the subgroups run (None: all; a kernel with barriers always runs all)."""
+    ``threads`` the subgroups run (None: all; a kernel with barriers always runs all); ``target``
+    the target record it is compiled for (one whose ``iga_platform`` ``isa_msg.PLATFORMS`` has)."""
 
     name: str
     kernel: object

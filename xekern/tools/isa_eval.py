@@ -1,5 +1,5 @@
-"""A concrete evaluator of the Xe ISA as ``iga64 -d`` prints it (pvc): it runs the hardware
-threads of one workgroup from the kernel's first instruction with concrete kernel arguments and
+"""A concrete evaluator of the Xe ISA as ``iga64 -d`` prints it (Xe-HPC/pvc and Xe2/bmg): it runs
+the hardware threads of one workgroup from the kernel's first instruction with concrete kernel arguments and
 records, in program order, what each thread asks of the hardware: every send (its descriptor and
 the concrete values of its payload), every dpas (what its operands hold) and every barrier.
 
@@ -14,10 +14,13 @@ Covered (the subset IGC 2.x emits for xekern's kernels): mov, sel, csel, add, ad
 mach, macl, shl, shr, asr, and, or, xor, not, bfn, cmp (flag registers, predication, conditional
 modifiers), math.inv/sqrt, float rounding modes through ``cr0``, regions ``r1.2<8;8,1>:d``
 (and the ternary forms ``<1;0>``, ``<0>``), accumulators, SIMD1..32 with channel offsets and
-NoMask, ``jmpi``, ``goto``/``join`` (forward, per-lane masks), sync/nop, ``dpas`` (pvc SIMD16),
-and sends: LSC 2D block load/prefetch/store, untyped LSC loads/stores (global, SLM, the
-cross-thread data), fences, the barrier signal, end of thread. Anything else raises
-``EvalError`` naming the instruction's line and text: the evaluator never guesses.
+NoMask, ``jmpi``, ``goto``/``join`` (forward, per-lane masks), sync/nop, ``dpas`` (SIMD16 on both),
+and sends: LSC 2D block load/prefetch/store (with Xe2's immediate x/y offsets), untyped LSC
+loads/stores (global, SLM, the cross-thread data), fences, the barrier signal, end of thread.
+What the listing does not say about its platform (cache-control encodings, what ex_desc holds,
+what widening loads leave in the upper bits) comes from the program's ``isa_msg.Platform``; a
+platform without a record, like anything else not covered, raises ``EvalError`` naming the
+instruction's line and text: the evaluator never guesses.
 
 Writes to ``null`` are discarded, which takes care of IGC's pvc send WAR workaround
 (``mov (1|M0) null<1>:ud 0x30433:ud``).
@@ -26,15 +29,18 @@ Hardware facts the evaluator relies on (public: the vISA specification's executi
 sources, the Xe ISA as iga64 prints it): a thread's 32 execution-mask bits start as the dispatch
 SIMD size (16: channels 16-31 are off, so an instruction wider than 16 without NoMask does
 nothing in them); ``r0.1``/``r0.6``/``r0.7`` are the group ids and ``r0.2`` bits 7:0 the thread's
-index in its group (IGC: ``localThreadId``); ``mad`` is ``src0 + src1 * src2``; float to integer
-conversion rounds toward zero and saturates; ``math.inv`` is computed exactly rounded (the
-hardware's is an approximation that IGC's division sequences tolerate).
+index in its group (IGC: ``localThreadId``; its Xe2 dumps declare the same); Xe2's inline data
+(the first bytes of the cross-thread data) is in r1 at dispatch (``Workgroup(inline=...)``);
+``mad`` is ``src0 + src1 * src2``; float to integer conversion rounds toward zero and saturates;
+``math.inv`` is computed exactly rounded (the hardware's is an approximation that IGC's division
+sequences tolerate).
 
 Example::
 
     >>> keys = Interner()
     >>> mem = Memory([Buffer("a_ptr", 0x2_0000_0000, 1 << 20, 2, 512)], crossthread_bytes, keys)
-    >>> wg = Workgroup(Program.from_text(report.text), 16, 32, mem, keys, group=(0, 0, 0))
+    >>> wg = Workgroup(Program.from_text(report.text, "xe2"), 16, 32, mem, keys, group=(0, 0, 0),
+    ...                inline=inline_bytes)
     >>> threads = wg.run()
     >>> [e for e in threads[0].events if e.kind == "dpas"][:1]
 """
@@ -629,7 +635,7 @@ class Thread:
 
     # -- dpas
     def _dpas(self, d: Decoded) -> None:
-        """dpas (pvc, SIMD16): dst(m, n) = src0(m, n) + sum_k A(m, k) * B(k, n), with A (src2) row m
+        """dpas (pvc and Xe2, SIMD16): dst(m, n) = src0(m, n) + sum_k A(m, k) * B(k, n), with A (src2) row m
         at byte ``m * depth * 4`` (depth dwords a row), B (src1) dword row k at GRF k, lane n, and
         src0/dst element (m, n) at GRF m, lane n. The result's bytes are named by the operands'
         bytes (a Merkle key): ``sym_byte(key, byte offset)``."""

@@ -36,7 +36,7 @@ import functools
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-GRF_BYTES = 64   # pvc
+GRF_BYTES = 64   # pvc and Xe2 (``Platform.grf_bytes``)
 
 LSC_OPS = {0x00: "load", 0x01: "load_strided", 0x02: "load_quad", 0x03: "load_block2d", 0x04: "store",
            0x05: "store_strided", 0x06: "store_quad", 0x07: "store_block2d", 0x08: "atomic_iinc",
