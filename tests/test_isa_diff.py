@@ -1,21 +1,23 @@
-"""The differential check (xekern/tools/isa_diff.py): xekern's hand-written pvc messages and DPAS
+"""The differential check (xekern/tools/isa_diff.py): xekern's hand-written messages and DPAS
 (the ``visa`` emitter) against IGC's own lowering of the standard SPIR-V ops (``spirv-ext``), both
-compiled with the current compiler and run by the ISA evaluator (isa_eval.py). Nothing runs on a
-GPU.
+compiled with the current compiler for pvc and for bmg (Xe2) and run by the ISA evaluator
+(isa_eval.py). Nothing runs on a GPU.
 
-The evaluator is checked on small ISA listings whose outcome is worked out by hand; the check on a
-corpus of kernels (the flagship GEMM in every dtype and layout, tensor-descriptor kernels); and the
-check's teeth, on a hand-written descriptor bit made wrong on purpose.
+The evaluator is checked on small ISA listings whose outcome is worked out by hand (pvc's and
+Xe2's); the check on a corpus of kernels on each target of ``TARGETS`` (the flagship GEMM in every
+dtype and layout, tensor-descriptor kernels; bmg cases are named ``<case>@bmg``); and the check's
+teeth, on a hand-written descriptor bit made wrong on purpose (on bmg, a bit pvc does not have).
 
 It found two real discrepancies, both fixed, which the corpus now guards: a K loop's payload add
 (``add (M1, 32)`` in recurrence.py) ran without NoMask, so in a SIMD16 thread the second message
 of each pair never advanced (every flagship GEMM); and 2D block stores of fewer than 128 bits of
 rows per lane packed them into one wide integer, which IGC lays out lane by lane, while the
-message reads row by row.
+message reads row by row. On bmg it found none.
 
     XEKERN_TOOLCHAIN_DIR=/tmp/tcx python -m pytest tests/test_isa_diff.py -q
-    python tests/test_isa_diff.py gemm-bf16-nn [--all-lanes]      # a case's report
+    python tests/test_isa_diff.py gemm-bf16-nn gemm-bf16-nn@bmg [--all-lanes]      # cases' reports
 """
+import dataclasses
 import functools
 import os
 import sys
@@ -56,11 +58,14 @@ needs_compiler = pytest.mark.skipif(not _have_current_compiler(),
 
 # ---- the evaluator on listings worked out by hand --------------------------------------------------------
 
-def run_listing(text: str, r1: dict = (), buffers=(), simd: int = 16, dispatch_mask=None):
-    """Run an ISA listing as one SIMD16 thread; ``r1``: dword index -> value set before it runs."""
+def run_listing(text: str, r1: dict = (), buffers=(), simd: int = 16, dispatch_mask=None, platform: str = "12p72",
+                crossthread: bytes = bytes(64), inline: bytes = b""):
+    """Run an ISA listing as one SIMD16 thread of ``platform`` (an iga64 name); ``r1``: dword
+    index -> value set before it runs."""
     keys = ev.Interner()
-    mem = ev.Memory(list(buffers), bytes(64), keys)
-    wg = ev.Workgroup(ev.Program.from_text(text), simd, 1, mem, keys, dispatch_mask=dispatch_mask)
+    mem = ev.Memory(list(buffers), crossthread, keys)
+    wg = ev.Workgroup(ev.Program.from_text(text, platform), simd, 1, mem, keys, dispatch_mask=dispatch_mask,
+                      inline=inline)
     t = wg.threads[0]
     for i, v in dict(r1).items():
         t.cells[GRF + 4 * i:GRF + 4 * i + 4] = list(int(v).to_bytes(4, "little"))
@@ -116,6 +121,74 @@ def test_a_hand_built_vnni_load_reads_the_payload_and_lays_out_the_block_as_work
     assert ev.split_byte(t.cells[20 * GRF + 72])[1] == 0x40 + 5 * 256 + 8 * 2
     inside = sum(n for _, _, n, a in e.elems if a is not None)
     assert inside == 256, e.elems
+
+
+def _xe2_load(ex_desc: int, name: str) -> str:
+    """VNNI_LOAD on Xe2, its descriptor carrying immediate offsets ``ex_desc`` (iga: ``name``)."""
+    old = "null:0  0x0            0x02800283           {$1} // wr:1+0, rd:8; load_block2d.ugm.d16v.a64"
+    assert old in VNNI_LOAD
+    new = f"null:0  0x{ex_desc:X}            0x02800283           {{$1}} // wr:1+0, rd:8; {name}"
+    return VNNI_LOAD.replace(old, new)
+
+
+@pytest.mark.parametrize("ex_desc, name, x, y", [
+    (0x0, "load_block2d.ugm.d16v.a64", 6, 3),
+    (0x1010000, "load_block2d.ugm.d16v.a64.flat[A+(0x10,0x4)]", 6 + 16, 3 + 4),
+    (0x3FC000, "load_block2d.ugm.d16v.a64.flat[A+(-0x4,0x0)]", 6 - 4, 3)])
+def test_xe2_adds_a_2d_block_message_s_immediate_offsets_to_its_payload(ex_desc, name, x, y):
+    """Xe2's ex_desc bits 21:12 / 31:22 (signed) are added to the payload's x (elements) and y
+    (rows): the listing of VNNI_LOAD with offsets reads where the payload plus them says."""
+    buf = ev.Buffer("a", 0x2_0000_0000, 32 * 256, 2, 128)
+    t, keys = run_listing(_xe2_load(ex_desc, name), {0: 0x40, 1: 0x2, 2: 128, 3: 6}, [buf], platform="xe2")
+    (e,) = [x for x in t.events if x.kind == "block2d"]
+    assert (e.desc.name, e.desc.message) == (name, "load_block2d.ugm.d16v.a64")
+    assert (e.block.x, e.block.y) == (x, y) and not e.note, e.block.fields()
+    # block row 3, column 2 (register bytes 74-75, as in the test above) is surface element (y + 3, x + 2)
+    off = 0x40 + (y + 3) * 256 + (x + 2) * 2
+    assert [ev.split_byte(c) for c in t.cells[20 * GRF + 74:20 * GRF + 76]] == \
+        [(keys.key(("mem", "a")), off), (keys.key(("mem", "a")), off + 1)]
+
+
+def test_the_same_descriptor_bits_are_read_per_platform():
+    """IGC's argument load: the cache-control field is bits 19:17 on pvc (4: ca.ca) and 19:16 on
+    Xe2 (9: L1 cached, L3 constant-cached); a value iga would read by bits 19:17 alone while bit 16
+    is set is refused, as are Xe2's load-only values on a store."""
+    pvc, xe2 = ev.msg.PLATFORMS["12p72"], ev.msg.PLATFORMS["xe2"]
+    assert ev.msg.decode_lsc(0x6219C500, 0xFF000000, "ugm", pvc).name == "load.ugm.d32x8t.a32.ca.ca.bti[255]"
+    assert ev.msg.decode_lsc(0x6219C500, 0xFF000000, "ugm", xe2).name == "load.ugm.d32x8t.a32.ca.cc.bti[255]"
+    assert ev.msg.decode_lsc(0x02880203, 0, "ugm", xe2).cache_name == "ca.ca"      # pvc's 4 << 17
+    with pytest.raises(ev.msg.MessageError, match=r"cache-control field 0x3 \(descriptor bits 19:16\)"):
+        ev.msg.decode_lsc(0x02830203, 0, "ugm", xe2)
+    with pytest.raises(ev.msg.MessageError, match="store_block2d: cache-control field 0x9"):
+        ev.msg.decode_lsc(0x02090007, 0, "ugm", xe2)
+    with pytest.raises(ev.msg.MessageError, match="immediate address offset"):
+        ev.msg.decode_lsc(0x6219C500, 0xFF001000, "ugm", xe2)
+    with pytest.raises(ev.EvalError, match="platforms"):
+        ev.Program.from_text(EOT, "12p71")
+
+
+def test_xe2_inline_data_is_in_r1_and_the_argument_load_reads_the_rest():
+    """On Xe2 the dispatch delivers the first bytes of the cross-thread data in r1 (inline data);
+    the prolog's load from binding table entry 255 reads the rest (the indirect data), as IGC's
+    .inputs table says (``isa_diff._check_inputs``)."""
+    text = """
+(W)     and (1|M0)               r127.0<1>:ud  r0.0<0;1,0>:ud    0xFFFFFFC0:ud
+(W)     send.ugm (1|M0)          r2       r127    null:0  0xFF000000            0x6219C500           {A@1,$0} \
+// wr:1+0, rd:1; load.ugm.d32x8t.a32.ca.cc.bti[255]
+(W)     add (1|M0)               r3.0<1>:d     r1.4<0;1,0>:d     r2.1<0;1,0>:d
+""" + EOT
+    data = bytes(range(64))
+    t, _ = run_listing(text, platform="xe2", crossthread=data[32:], inline=data[:32])
+    word = lambda o: int.from_bytes(data[o:o + 4], "little")  # noqa: E731
+    assert dwords(t, 3, 1) == [word(16) + word(36)]
+
+
+def test_an_inputs_table_unlike_the_check_s_model_of_argument_delivery_is_refused():
+    v = D.Variant("visa", "", "", 16, 1, False, [], {}, [("r1", "inline", 0), ("r2+0x4", "cti", 0x24)], "xe2", 32)
+    D._check_inputs(D.Case("t", None, {}, {}, {}), v, 64)
+    v.inputs.append(("r3", "cti", 0x28))
+    with pytest.raises(D.IsaDiffError, match=r"from cti\+0x28 at r3, not where .* \(r2\+0x8\)"):
+        D._check_inputs(D.Case("t", None, {}, {}, {}), v, 64)
 
 
 def test_a_simd32_instruction_without_nomask_leaves_channels_16_to_31_of_a_simd16_thread():
@@ -207,14 +280,21 @@ def test_an_unknown_send_descriptor_is_refused():
 
 GEMM_DTYPES = {"bf16": (xl.bfloat16, xl.float32, 32), "f16": (xl.float16, xl.float32, 32),
                "int8": (xl.int8, xl.int32, 64)}
+# the targets whose default emitter is visa, each with the whole corpus; a case's name is
+# suffixed "@<target>" but on pvc (the names the corpus has always had)
+TARGETS = ("pvc", "bmg")
 
 
-def gemm_case(dtype: str, layout: str) -> D.Case:
+def case_name(name: str, target: str) -> str:
+    return name if target == "pvc" else f"{name}@{target}"
+
+
+def gemm_case(dtype: str, layout: str, target: str = "pvc") -> D.Case:
     """The flagship GEMM (examples/gemm: 256x256 tile, 32 subgroups, 256 GRF, 2 K steps per K-loop
-    iteration, prefetch distance 2) on a problem a little smaller than one tile in M and N (edges),
-    its K loop running 3 iterations; threads 0 and 31 of workgroup 0 (all 32 for tn, whose A^T goes
-    through SLM). bf16 nn also runs workgroup 5 of a 640x640 problem: tile (512, 256), which the
-    kernel finds with integer divisions."""
+    iteration, prefetch distance 2; the same configuration on pvc and bmg) on a problem a little
+    smaller than one tile in M and N (edges), its K loop running 3 iterations; threads 0 and 31 of
+    workgroup 0 (all 32 for tn, whose A^T goes through SLM). bf16 nn also runs workgroup 5 of a
+    640x640 problem: tile (512, 256), which the kernel finds with integer divisions."""
     ab, acc, bk = GEMM_DTYPES[dtype]
     size = 3 * 2 * bk                            # 3 K-loop iterations of 2 K steps
     m = n = 640 if (dtype, layout) == ("bf16", "nn") else size
@@ -222,12 +302,19 @@ def gemm_case(dtype: str, layout: str) -> D.Case:
     shapes = {"a_ptr": (k, m) if layout[0] == "t" else (m, k), "b_ptr": (n, k) if layout[1] == "t" else (k, n),
               "c_ptr": (m, n), "bias_ptr": (1, n)}
     groups = ((0, 0, 0), (5, 0, 0)) if (dtype, layout) == ("bf16", "nn") else ((0, 0, 0),)
-    return D.Case(f"gemm-{dtype}-{layout}", gemm_kernel, signature(ab, acc, layout, 256, 256, bk, 2, 2),
+    return D.Case(case_name(f"gemm-{dtype}-{layout}", target), gemm_kernel,
+                  signature(ab, acc, layout, 256, 256, bk, 2, 2),
                   dict(M=m, N=n, K=k, stride_ab=0, stride_bb=0, stride_cb=0), shapes, num_subgroups=32,
-                  grf_mode=256, groups=groups, threads=(0, 31))
+                  grf_mode=256, groups=groups, threads=(0, 31), target=target)
 
 
-def small_cases():
+def small_cases(target: str = "pvc"):
+    """The tensor-descriptor kernels of tests/test_tiles_device.py and the subgroup-level GEMM,
+    on edges (sizes that are not multiples of the blocks) and in two workgroups each."""
+    return [dataclasses.replace(c, name=case_name(c.name, target), target=target) for c in _small_cases()]
+
+
+def _small_cases():
     f32 = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32)
     out = [
         D.Case("copy_blocks", copy_blocks, dict(f32, BM=16, BN=16, TRANSPOSE=False), dict(M=37, N=53),
@@ -251,8 +338,8 @@ def small_cases():
     return out
 
 
-CASES = {c.name: c for c in [gemm_case(d, lay) for d in GEMM_DTYPES for lay in ("nn", "nt", "tn", "tt")]
-         + small_cases()}
+CASES = {c.name: c for t in TARGETS for c in [gemm_case(d, lay, t) for d in GEMM_DTYPES
+                                              for lay in ("nn", "nt", "tn", "tt")] + small_cases(t)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -276,13 +363,15 @@ def test_xekern_messages_and_dpas_do_what_igc_does(name):
 
 
 @needs_compiler
-def test_division_finds_the_tile_of_workgroup_5():
+@pytest.mark.parametrize("target", TARGETS)
+def test_division_finds_the_tile_of_workgroup_5(target):
     """bf16 nn, 640x640: workgroup 5 computes tile (512, 256) (GROUP_M 8: pid // in_group, pid % group_m),
     found by IGC's integer-division sequences (float reciprocal, RTZ double mad): thread 0's A rows
-    start at 512, its B columns at 256."""
-    r = result("gemm-bf16-nn")
+    start at 512, its B columns at 256 (on bmg, payload coordinates plus immediate offsets)."""
+    name = case_name("gemm-bf16-nn", target)
+    r = result(name)
     _, base = r.runs[1]
-    bufs = {b.name: b for b in D.buffers(CASES["gemm-bf16-nn"])}
+    bufs = {b.name: b for b in D.buffers(CASES[name])}
     loads = [e for e in base.threads[0].events if e.kind == "block2d" and e.desc.rlen]
     assert min(e.block.y for e in loads if e.block.base == bufs["a_ptr"].base) == 512
     assert min(e.block.x for e in loads if e.block.base == bufs["b_ptr"].base) == 256
@@ -329,6 +418,17 @@ def test_a_wrong_transpose_bit_is_caught_and_the_message_named(monkeypatch):
     msgs = [f for f in r.findings if "2D block messages" in f.what]
     assert msgs and any("load_block2d.ugm.d32.a64 x_ptr" in x for x in msgs[0].left), text
     assert any("load_block2d.ugm.d32t.a64 x_ptr" in x for x in msgs[0].right), text
+
+
+@needs_compiler
+def test_on_bmg_a_cache_bit_pvc_does_not_have_is_caught_and_the_message_named(monkeypatch):
+    """Xe2's cache-control field is one bit wider (19:16): bit 16 turns xekern's L1 and L3
+    cached (4 << 17, "ca.ca") into L1 cached, L3 constant-cached ("ca.cc")."""
+    r = _corrupted("row_sums_advance@bmg", monkeypatch, LSC_L1_L3_CACHED=4 << 17 | 1 << 16)
+    assert not r.ok
+    text = r.report()
+    assert any("load_block2d.ugm.d16.a64.ca.cc x_ptr" in x for f in r.findings for x in f.left), text
+    assert any("load_block2d.ugm.d16.a64.ca.ca x_ptr" in x for f in r.findings for x in f.right), text
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The Xe ISA as ``iga64 -d`` prints it (pvc), decoded for the evaluator (``isa_eval``): register
-files, types and the evaluator's values (concrete bytes and symbolic ones), operands and their
-regions, instructions, a kernel's program.
+"""The Xe ISA as ``iga64 -d`` prints it (Xe-HPC/pvc and Xe2/bmg), decoded for the evaluator
+(``isa_eval``): register files, types and the evaluator's values (concrete bytes and symbolic
+ones), operands and their regions, instructions, a kernel's program and the platform it is for
+(``isa_msg.Platform``: the facts the listing does not state).
 
 A register byte is either a concrete byte (0..255) or a symbolic byte (a negative int,
 ``sym_byte``): byte ``offset`` of a symbol named by an ``Interner`` key: ``("mem", buffer)`` for a
@@ -13,7 +14,7 @@ register region as the absolute byte offset of each channel's element, an immedi
 label), and what sends and dpas carry. Anything it does not know raises ``EvalError`` naming the
 instruction.
 
-    >>> prog = Program.from_text(report.text)
+    >>> prog = Program.from_text(report.text, "xe2")
     >>> prog.at(0).op, prog.at(0).n
     ('and', 1)
 """
@@ -470,18 +471,26 @@ def _decode_dpas(d: Decoded, toks: List[str], where: str) -> Decoded:
 
 
 class Program:
-    """A kernel's instructions (``isa.parse_isa``), decoded on first use."""
+    """A kernel's instructions (``isa.parse_isa``), decoded on first use, for one platform
+    (an iga64 platform name, ``isa_msg.PLATFORMS``; pvc's "12p72" unless told)."""
 
-    def __init__(self, instrs: Sequence[Instr], labels: Dict[str, int], source: str = ""):
+    def __init__(self, instrs: Sequence[Instr], labels: Dict[str, int], source: str = "",
+                 platform: str = msg.PVC.iga):
         self.instrs = list(instrs)
         self.labels = labels
         self.decoded: List[Optional[Decoded]] = [None] * len(self.instrs)
         self.source = source
+        try:
+            self.platform = msg.platform(platform)
+        except msg.MessageError as e:
+            raise EvalError(str(e)) from None
+        if self.platform.grf_bytes != GRF:
+            raise EvalError(f"{self.platform.isa} has {self.platform.grf_bytes}-byte GRFs; the evaluator models {GRF}")
 
     @staticmethod
-    def from_text(text: str) -> "Program":
+    def from_text(text: str, platform: str = msg.PVC.iga) -> "Program":
         instrs, labels = parse_isa(text)
-        return Program(instrs, labels, text)
+        return Program(instrs, labels, text, platform)
 
     def at(self, pc: int) -> Decoded:
         d = self.decoded[pc]

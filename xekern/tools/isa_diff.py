@@ -1,12 +1,16 @@
 """A differential check of xekern's hand-written GPU code against Intel's own lowering.
 
-On pvc, xekern writes a workgroup-level kernel's 2D block loads and prefetches as inline vISA
-``raw_sends`` with payloads it builds itself, and its DPAS as inline vISA (the ``visa`` emitter).
+On pvc and bmg (Xe-HPC and Xe2), xekern writes a workgroup-level kernel's 2D block loads and
+prefetches as inline vISA ``raw_sends`` with payloads and descriptors it builds itself, and its
+DPAS as inline vISA (the ``visa`` emitter, the default on both).
 The same kernel can instead use the standard SPIR-V ops (``SPV_INTEL_2d_block_io``,
 ``SPV_INTEL_subgroup_matrix_multiply_accumulate``), which IGC lowers itself (``spirv-ext``).
 ``check`` compiles a kernel both ways with the current compiler and compares what the hardware
 will do, as a concrete evaluator of the ISA (``isa_eval``) runs the threads of a workgroup with
-concrete arguments:
+concrete arguments. ``Case.target`` names the target record; its ``iga_platform`` chooses what
+the evaluator knows of that ISA (``isa_msg.PLATFORMS``: cache-control encodings, Xe2's immediate
+offsets, ...), and zeinfo says how the arguments arrive (Xe2's inline data in r1,
+``_check_inputs``). It compares:
 
 - every 2D block message: load (plain, VNNI, transposed), prefetch and store, by its descriptor
   (data size, VNNI, transpose, cache controls) and what its payload makes it touch (surface base,
@@ -32,7 +36,7 @@ Threads are compared one by one (the same subgroup of the same workgroup): all o
 threads run when the kernel has barriers or SLM, else ``Case.threads``. IGC's lowering (the
 baseline) runs as the hardware does; ``check(all_lanes=True)`` runs xekern's code with all 32
 channels enabled at dispatch, to tell differences that come only from instructions wider than
-the SIMD16 thread (see tests/test_isa_diff.py's STUCK_PAYLOAD).
+the SIMD16 thread (the K-loop payload add without NoMask in tests/test_isa_diff.py's docstring).
 
 The emitter is chosen by ``compile_offline``'s ``emitter`` option (``EMITTERS``).
 
@@ -41,6 +45,7 @@ Example::
     >>> from xekern.tools.isa_diff import Case, check
     >>> r = check(Case("gemm-bf16-nn", gemm_kernel, sig, scalars=dict(M=192, ...), shapes=...))
     >>> r.ok, print(r.report())
+    >>> check(Case("gemm-bf16-nn@bmg", ..., target="bmg")).ok
 
 The corpus of kernels it is run on lives in ``tests/test_isa_diff.py``; ``python
 tests/test_isa_diff.py [NAME ...] [--all-lanes]`` prints each case's report.
@@ -57,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import XekernError
+from ..targets import get_target
 from . import isa_eval as ev
 from .isa import compile_isa
 
@@ -78,7 +84,8 @@ class Case:
     """One kernel to check: ``signature`` as for ``compile_offline``; ``scalars`` the value of each
     scalar argument; ``shapes`` each pointer argument's (rows, row pitch) in elements, which sizes
     its buffer and names its bytes ``a[row, col]`` in listings; ``groups`` the workgroup ids run;
-    ``threads`` the subgroups run (None: all; a kernel with barriers always runs all)."""
+    ``threads`` the subgroups run (None: all; a kernel with barriers always runs all); ``target``
+    the target record it is compiled for (one whose ``iga_platform`` ``isa_msg.PLATFORMS`` has)."""
 
     name: str
     kernel: object
@@ -104,7 +111,9 @@ class Variant:
     barriers: bool
     args: List[dict]                 # zeinfo payload_arguments
     arg_names: Dict[int, str]        # arg_index -> parameter name
-    inputs: List[Tuple[str, int]]    # the .inputs table: (register, cross-thread offset)
+    inputs: List[Tuple[str, str, int]]   # the .inputs table: (register, "inline" or "cti", offset)
+    platform: str = ev.msg.PVC.iga   # the iga64 platform of the target (``isa_msg.PLATFORMS``)
+    inline: int = 0                  # bytes of cross-thread data delivered as inline data (in r1)
 
 
 # ---- compiling -------------------------------------------------------------------------------------------
@@ -135,7 +144,8 @@ def compile_variant(case: Case, emitter: str, compiler: Optional[str] = None) ->
     size = int(wg.group(1)) * int(wg.group(2)) * int(wg.group(3)) if wg else c.workgroup_size
     barriers = bool(int(_field(block, "barrier_count") or 0)) or bool(int(_field(block, "slm_size") or 0))
     return Variant(emitter, r.text, r.compiler_version, simd, -(-size // simd), barriers, _payload_args(block),
-                   _arg_names(zeinfo, c.name), _inputs(asm))
+                   _arg_names(zeinfo, c.name), _inputs(asm), get_target(case.target).iga_platform,
+                   int(_field(block, "inline_data_payload_size") or 0))
 
 
 def _read_first(pattern: str) -> str:
@@ -173,11 +183,12 @@ def _arg_names(zeinfo: str, kernel: str) -> Dict[int, str]:
     return {}
 
 
-def _inputs(asm: str) -> List[Tuple[str, int]]:
-    """``// .inputs``: (register position, cross-thread offset) of each kernel input IGC placed."""
+def _inputs(asm: str) -> List[Tuple[str, str, int]]:
+    """``// .inputs``: (register position, "inline" or "cti", offset) of each kernel input IGC
+    placed: from the inline data the dispatch delivers (Xe2) or from the cross-thread data."""
     row = re.compile(r"^//\s*\|\s*\S+\s*\|\s*:\w+\s*\|\s*0x[0-9A-Fa-f]+\s*\|\s*(\S+)\s*\|"
-                     r"\s*cti\+(0x[0-9A-Fa-f]+)", re.M)
-    return [(at, int(frm, 16)) for at, frm in row.findall(asm)]
+                     r"\s*(inline|cti)\+(0x[0-9A-Fa-f]+)", re.M)
+    return [(at, frm, int(off, 16)) for at, frm, off in row.findall(asm)]
 
 
 # ---- running ---------------------------------------------------------------------------------------------
@@ -233,11 +244,29 @@ def crossthread(case: Case, v: Variant, bufs: Sequence[ev.Buffer], grid: Tuple[i
         each = n // len(values)
         for i, x in enumerate(values):
             out[off + i * each:off + (i + 1) * each] = (int(x) & ((1 << 8 * each) - 1)).to_bytes(each, "little")
-    for at, frm in v.inputs:
-        if frm >= len(out):
-            raise IsaDiffError(f"{case.name}: the .inputs table places an input from cti+0x{frm:x}, beyond the "
-                               f"{len(out)} bytes of cross-thread data")
+    _check_inputs(case, v, len(out))
     return bytes(out)
+
+
+def _check_inputs(case: Case, v: Variant, size: int) -> None:
+    """The check's model of how arguments reach the registers, held against IGC's ``.inputs``
+    table: the dispatch delivers the first ``v.inline`` bytes of the cross-thread data (zeinfo
+    ``inline_data_payload_size``; 0 on pvc, 32 on Xe2) as inline data in r1; the rest is the
+    indirect data, which the kernel's prolog loads from address 0 of binding table entry 255
+    (``r0.0 & ~63`` plus a relocation taken as 0) into the GRFs after r0 and the inline data.
+    So an input from inline+X sits at r1 + X and one from cti+X at r(1 + inline GRFs) + X - inline
+    (the compute runtime keeps "cross-thread minus inline" in the indirect heap: NEO's
+    ``MutableIndirectData::setAddress``)."""
+    first = 1 + -(-v.inline // ev.GRF)
+    for at, frm, off in v.inputs:
+        m = re.fullmatch(r"r(\d+)(?:\+0x([0-9A-Fa-f]+))?", at)
+        where = int(m.group(1)) * ev.GRF + int(m.group(2) or "0", 16) if m else None
+        want = ev.GRF + off if frm == "inline" else first * ev.GRF + off - v.inline
+        if off >= size or (frm == "inline") != (off < v.inline) or where != want:
+            raise IsaDiffError(f"{case.name} ({v.emitter}): IGC's .inputs table places an input from {frm}+0x{off:x} "
+                               f"at {at}, not where the check's model of inline data ({v.inline} bytes) and the "
+                               f"argument load puts it (r{want // ev.GRF}+0x{want % ev.GRF:x}), in "
+                               f"{size} bytes of cross-thread data")
 
 
 def _scalar_bits(value, t, n: int) -> int:
@@ -263,11 +292,12 @@ def run_variant(case: Case, v: Variant, keys: ev.Interner, group: Tuple[int, int
     reading of SIMD32 instructions without NoMask in a SIMD16 kernel)."""
     bufs = buffers(case)
     grid = tuple(max(g + 1, 1) for g in group)
-    mem = ev.Memory(bufs, crossthread(case, v, bufs, grid), keys)
+    data = crossthread(case, v, bufs, grid)
+    mem = ev.Memory(bufs, data[v.inline:], keys)
     only = None if v.barriers or case.threads is None else [t for t in case.threads if t < v.threads]
-    prog = ev.Program.from_text(v.text)
+    prog = ev.Program.from_text(v.text, v.platform)
     wg = ev.Workgroup(prog, v.simd, v.threads, mem, keys, group=group, only=only, max_steps=max_steps,
-                      dispatch_mask=(1 << 32) - 1 if all_lanes else None)
+                      dispatch_mask=(1 << 32) - 1 if all_lanes else None, inline=data[:v.inline])
     return Run(v.emitter, group, wg.run(), mem)
 
 
@@ -369,7 +399,7 @@ def problems(t: ev.Thread) -> Counter:
     for e in t.events:
         if e.note and e.kind != "race":
             for p in e.note.split("; "):
-                out[(e.desc.name if e.desc else e.kind, p)] += 1
+                out[(e.desc.message if e.desc else e.kind, p)] += 1
     return out
 
 
@@ -478,8 +508,8 @@ def describe_message(e: ev.Event, ds: Describer) -> str:
         b = e.block
         inside = sum(n for _, _, n, a in e.elems if a is not None)
         total = sum(n for _, _, n, _ in e.elems)
-        return (f"[{e.line}] {d.name} {ds.base(b.base)} {b.width + 1}Bx{b.height + 1}/{b.pitch + 1}B x={b.x} y={b.y} "
-                f"{b.n}x{b.h}x{b.w} rlen={d.rlen}, {inside}/{total} inside")
+        return (f"[{e.line}] {d.message} {ds.base(b.base)} {b.width + 1}Bx{b.height + 1}/{b.pitch + 1}B "
+                f"x={b.x} y={b.y} {b.n}x{b.h}x{b.w} rlen={d.rlen}, {inside}/{total} inside")
     if e.kind == "untyped":
         addrs = [a for _, a in e.elems]
         where = (lambda a: f"0x{a:x}") if d.sfid == "slm" or d.addr_type == "bti" else ds.where  # noqa: E731

@@ -1,5 +1,5 @@
-"""A concrete evaluator of the Xe ISA as ``iga64 -d`` prints it (pvc): it runs the hardware
-threads of one workgroup from the kernel's first instruction with concrete kernel arguments and
+"""A concrete evaluator of the Xe ISA as ``iga64 -d`` prints it (Xe-HPC/pvc and Xe2/bmg): it runs
+the hardware threads of one workgroup from the kernel's first instruction with concrete kernel arguments and
 records, in program order, what each thread asks of the hardware: every send (its descriptor and
 the concrete values of its payload), every dpas (what its operands hold) and every barrier.
 
@@ -14,10 +14,13 @@ Covered (the subset IGC 2.x emits for xekern's kernels): mov, sel, csel, add, ad
 mach, macl, shl, shr, asr, and, or, xor, not, bfn, cmp (flag registers, predication, conditional
 modifiers), math.inv/sqrt, float rounding modes through ``cr0``, regions ``r1.2<8;8,1>:d``
 (and the ternary forms ``<1;0>``, ``<0>``), accumulators, SIMD1..32 with channel offsets and
-NoMask, ``jmpi``, ``goto``/``join`` (forward, per-lane masks), sync/nop, ``dpas`` (pvc SIMD16),
-and sends: LSC 2D block load/prefetch/store, untyped LSC loads/stores (global, SLM, the
-cross-thread data), fences, the barrier signal, end of thread. Anything else raises
-``EvalError`` naming the instruction's line and text: the evaluator never guesses.
+NoMask, ``jmpi``, ``goto``/``join`` (forward, per-lane masks), sync/nop, ``dpas`` (SIMD16 on both),
+and sends: LSC 2D block load/prefetch/store (with Xe2's immediate x/y offsets), untyped LSC
+loads/stores (global, SLM, the cross-thread data), fences, the barrier signal, end of thread.
+What the listing does not say about its platform (cache-control encodings, what ex_desc holds,
+what widening loads leave in the upper bits) comes from the program's ``isa_msg.Platform``; a
+platform without a record, like anything else not covered, raises ``EvalError`` naming the
+instruction's line and text: the evaluator never guesses.
 
 Writes to ``null`` are discarded, which takes care of IGC's pvc send WAR workaround
 (``mov (1|M0) null<1>:ud 0x30433:ud``).
@@ -26,20 +29,24 @@ Hardware facts the evaluator relies on (public: the vISA specification's executi
 sources, the Xe ISA as iga64 prints it): a thread's 32 execution-mask bits start as the dispatch
 SIMD size (16: channels 16-31 are off, so an instruction wider than 16 without NoMask does
 nothing in them); ``r0.1``/``r0.6``/``r0.7`` are the group ids and ``r0.2`` bits 7:0 the thread's
-index in its group (IGC: ``localThreadId``); ``mad`` is ``src0 + src1 * src2``; float to integer
-conversion rounds toward zero and saturates; ``math.inv`` is computed exactly rounded (the
-hardware's is an approximation that IGC's division sequences tolerate).
+index in its group (IGC: ``localThreadId``; its Xe2 dumps declare the same); Xe2's inline data
+(the first bytes of the cross-thread data) is in r1 at dispatch (``Workgroup(inline=...)``);
+``mad`` is ``src0 + src1 * src2``; float to integer conversion rounds toward zero and saturates;
+``math.inv`` is computed exactly rounded (the hardware's is an approximation that IGC's division
+sequences tolerate).
 
 Example::
 
     >>> keys = Interner()
     >>> mem = Memory([Buffer("a_ptr", 0x2_0000_0000, 1 << 20, 2, 512)], crossthread_bytes, keys)
-    >>> wg = Workgroup(Program.from_text(report.text), 16, 32, mem, keys, group=(0, 0, 0))
+    >>> wg = Workgroup(Program.from_text(report.text, "xe2"), 16, 32, mem, keys, group=(0, 0, 0),
+    ...                inline=inline_bytes)
     >>> threads = wg.run()
     >>> [e for e in threads[0].events if e.kind == "dpas"][:1]
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -628,13 +635,13 @@ class Thread:
 
     # -- dpas
     def _dpas(self, d: Decoded) -> None:
-        """dpas (pvc, SIMD16): dst(m, n) = src0(m, n) + sum_k A(m, k) * B(k, n), with A (src2) row m
+        """dpas (pvc and Xe2, SIMD16): dst(m, n) = src0(m, n) + sum_k A(m, k) * B(k, n), with A (src2) row m
         at byte ``m * depth * 4`` (depth dwords a row), B (src1) dword row k at GRF k, lane n, and
         src0/dst element (m, n) at GRF m, lane n. The result's bytes are named by the operands'
         bytes (a Merkle key): ``sym_byte(key, byte offset)``."""
         depth, rc, ops = d.extra
         (dst, dt), (s0, t0), (s1, t1), (s2, t2) = ops
-        if TYPES[dt][0] != 4 or d.n != 16 or dst is None or s1 is None or s2 is None:
+        if TYPES[dt][0] != 4 or d.n != self.prog.platform.dpas_simd or dst is None or s1 is None or s2 is None:
             raise EvalError(f"dpas form (SIMD{d.n}, :{dt}) is not one the evaluator knows: {d.text}")
         c = self.cells
         size = rc * GRF
@@ -662,7 +669,7 @@ class Thread:
         if sfid not in ("ugm", "slm"):
             raise EvalError(f"send to '{sfid}' is not modeled: {d.text}")
         try:
-            ld = msg.decode_lsc(desc, ex_desc, sfid)
+            ld = msg.decode_lsc(desc, ex_desc, sfid, self.prog.platform)
         except msg.MessageError as e:
             raise EvalError(f"{e}: {d.text}") from None
         iga = d.comment.partition(";")[2].strip()
@@ -686,9 +693,11 @@ class Thread:
         zero outside the surface (``msg.block2d_element``) and writes nothing there."""
         payload = [self._raw(src0 * GRF + 4 * i, 4, d, f"2D block payload dword {i} (r{src0}.{i})") for i in range(8)]
         b = msg.Block2D.from_dwords(payload)
+        if ld.offset != (0, 0):     # Xe2: the descriptor's immediate offsets, added to the payload's x and y
+            b = dataclasses.replace(b, x=b.x + ld.offset[0], y=b.y + ld.offset[1])
         es = msg.DATA_BYTES[ld.data_size][0]
         try:
-            grfs, runs = msg.block_shape_runs(ld.name, es, ld.transpose, ld.vnni, b.w, b.h, b.n)
+            grfs, runs = msg.block_shape_runs(ld.message, es, ld.transpose, ld.vnni, b.w, b.h, b.n)
         except msg.MessageError as e:
             raise EvalError(f"{e} (payload {b.fields()}): {d.text}") from None
         cols, height, pitch = (b.width + 1) // es, b.height, b.pitch + 1
@@ -736,6 +745,8 @@ class Thread:
             "crossthread" if ld.addr_type == "bti" and ld.bti == 255 else None
         if space is None or ld.addr_size not in ("a32", "a64"):
             raise EvalError(f"{ld.name}: address model not modeled: {d.text}")
+        if ld.data_size == "d16u32h":
+            raise EvalError(f"{ld.name}: data in the high half of each dword is not modeled: {d.text}")
         asz = 4 if ld.addr_size == "a32" else 8
         load = ld.op == "load"
         if ld.transpose:
@@ -764,8 +775,9 @@ class Thread:
             if load:
                 if dst is not None:
                     cells = self._mem_read(space, addr, n, d)
-                    if reg_es > mem_es:
-                        cells += [0] * (reg_es - mem_es)
+                    if reg_es > mem_es:     # d8u32, d16u32: zero-extended on Xe2, undefined before
+                        cells += [0] * (reg_es - mem_es) if self.prog.platform.widening_loads_zero else \
+                            sym_bytes(self.keys.undef, 0, reg_es - mem_es)
                     self.cells[dst * GRF + roff:dst * GRF + roff + len(cells)] = cells
             else:
                 self._mem_write(space, addr, self.cells[src1 * GRF + roff:src1 * GRF + roff + n], d)
@@ -874,15 +886,20 @@ class Workgroup:
 
     def __init__(self, prog: Program, simd: int, threads: int, memory: Memory, interner: Interner,
                  group: Tuple[int, int, int] = (0, 0, 0), only: Optional[Sequence[int]] = None,
-                 max_steps: int = 200000, dispatch_mask: Optional[int] = None, ignore_barriers: bool = False):
+                 max_steps: int = 200000, dispatch_mask: Optional[int] = None, ignore_barriers: bool = False,
+                 inline: bytes = b""):
         self.threads = []
         self.ignore_barriers = ignore_barriers   # (a listing of some threads only: SLM contents are wrong)
+        if len(inline) > GRF:
+            raise EvalError(f"{len(inline)} bytes of inline data: the evaluator delivers at most one GRF (r1)")
         for t in (range(threads) if only is None else only):
             r0 = [0] * GRF
             for dw, v in ((1, group[0]), (6, group[1]), (7, group[2])):
                 r0[4 * dw:4 * dw + 4] = list(int(v).to_bytes(4, "little"))
             r0[8] = t            # r0.2 bits 7:0: the thread's index in its group
-            self.threads.append(Thread(prog, t, simd, memory, interner, r0, max_steps, dispatch_mask))
+            th = Thread(prog, t, simd, memory, interner, r0, max_steps, dispatch_mask)
+            th.cells[GRF:GRF + len(inline)] = list(inline)   # inline data: r1 (Xe2's dispatch)
+            self.threads.append(th)
         self.only = only is not None
 
     def run(self) -> List[Thread]:
