@@ -25,7 +25,9 @@ from .recurrence import affine, at_entry, step_of, whole_step
 
 
 # LSC message descriptor fields (Xe-HPC): what IGC 12504 itself encodes for load_block2d (read back
-# from its ISA: d16 8x16 0x02400203, d16v 16x16 0x02800283, d32t 0x02408403, prefetch 0x02080203)
+# from its ISA: d16 8x16 0x02400203, d16v 16x16 0x02800283, d32t 0x02408403, prefetch 0x02080203).
+# The same on Xe2 (bmg, lnl, ptl), whose cache-control field is one bit wider (19:16): with bit 16
+# clear, 4 << 17 still reads L1 and L3 cached (tools/isa_msg.py's PLATFORMS; the differential check)
 LSC_LOAD_BLOCK2D, LSC_VNNI, LSC_TRANSPOSE, LSC_L1_L3_CACHED = 0x03, 1 << 7, 1 << 15, 4 << 17
 LSC_DATA_SIZE = {8: 0, 16: 1, 32: 2, 64: 3}
 
