@@ -38,6 +38,7 @@ from xekern.tools import toolchain  # noqa: E402
 from gemm import gemm_kernel  # noqa: E402
 from isa_report import signature  # noqa: E402
 from test_levels import sg_gemm  # noqa: E402
+from test_memory_safety import desc_edges  # noqa: E402
 from test_tiles_device import copy_blocks, gemm_desc, row_sums_advance  # noqa: E402
 
 P, I32 = xk.pointer, xl.int32
@@ -335,6 +336,12 @@ def _small_cases():
                                                                K=I32, BM=32, BN=32, BK=bk),
                           dict(M=m, N=n, K=k), dict(a_ptr=(m, k), b_ptr=(k, n), c_ptr=(m, n)),
                           groups=((0, 0, 0), (1, 1, 0))))
+    # blocks of half a register (4 subgroups of 2 rows x 16 bytes), hanging over the edges
+    i8 = P(xl.int8)
+    out.append(D.Case("desc_edges-i8", desc_edges, dict(x_ptr=i8, o_ptr=i8, dump_ptr=i8, M=I32, N=I32, LD=I32, OM=I32,
+                                                        ON=I32, BM=8, BN=16),
+                      dict(M=37, N=53, LD=64, OM=-5, ON=-3), dict(x_ptr=(37, 64), o_ptr=(37, 64), dump_ptr=(80, 128)),
+                      groups=((0, 0, 0), (2, 3, 0))))
     return out
 
 

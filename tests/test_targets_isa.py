@@ -97,3 +97,17 @@ def test_a_dot_is_dpas_of_the_records_width_or_refused(target, dtype):
     kind = {"bf16": ":bf", "tf32": ":tf32"}[dtype]
     for ln in lines:   # e.g. "dpas.8x8 (16|M0)  r3:f  r3:f  r35:bf  r11.0:bf": depth 8, repeat <= M, SIMD N
         assert re.search(rf"dpas\.8x[1-{sh.m}] \({sh.n}\|M0\)", ln) and kind in ln, ln
+
+
+@pytest.mark.parametrize("target", GPU_RECORDS)
+def test_float64_builds_or_is_refused_at_its_line(target):
+    """A record with 64-bit floats builds a float64 vector add (the ISA computes in :df); dg2 has
+    none (its driver would reject the module): xekern refuses the kernel first, naming the argument."""
+    sig = dict(x_ptr=P(xl.float64), y_ptr=P(xl.float64), o_ptr=P(xl.float64), n=I32, BLOCK=256)
+    if not xk.targets[target].fp64:
+        with pytest.raises(xk.CompilationError, match=r"argument 'x_ptr' points to float64: float64 needs 64-bit "
+                                                      rf"floating-point hardware, which {target} .* does not have"):
+            vadd.compile_offline(sig, target=target)
+        return
+    r = isa(vadd, sig, target)
+    assert ":df" in r.text, r.summary()

@@ -124,6 +124,9 @@ class Target:
     # LocalScheduler/SWSB_G4IR.cpp insertPVCWA: dummy movs of the send's last two GRFs and a sync
     # wherever the read is not resolved by a wait for the send's answer or right before another send)
     send_war_erratum: bool = False
+    # 64-bit floating point (dg2 has none: compute-runtime hw_info_dg2.cpp ftrSupportsFP64 = false;
+    # IGC 2.40: "Double type is not supported on this platform"; refused by lowering/capabilities.py)
+    fp64: bool = True
 
     peak_tflops_bf16: Optional[float] = None
     # lower-case substrings of the driver's device name that identify this family (``target_for``)
@@ -252,7 +255,7 @@ DG2 = Target(
     name="dg2", arch="Xe-HPG (Arc A770 / Flex)", sg_size=8, sub_group_sizes=(8, 16, 32),
     dpas=_dpas8(), block2d=(), grf_bytes=32, grf_modes=(128,), slm_bytes=64 * 1024,
     max_workgroup_size=1024, named_barriers=0, xe_cores=32, kind="gpu", ocloc_device="dg2-g10",
-    iga_platform="12p71", private_bytes=SCRATCH_BYTES_PER_THREAD // 8,
+    iga_platform="12p71", private_bytes=SCRATCH_BYTES_PER_THREAD // 8, fp64=False,
     device_names=("arc(tm) a", "arc a", "dg2", "flex", "alchemist"),
     # SIMD8 DPAS and no tf32 (measured with IGC 12504, HARDWARE.md); 64 KiB SLM and 32 Xe cores (A770):
     # Intel Arc A-series specification; named barriers are emulated by the driver (HARDWARE.md)

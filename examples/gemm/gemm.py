@@ -142,8 +142,9 @@ def configs_for(dtype: str, target: str):
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
-        # two K steps per loop iteration (K_UNROLL): the pvc K loop is then 70.3% dpas for nn and tt, 61.0%
-        # for nt, and tn's two SLM exchanges share one fenced barrier plus one without a fence (`--isa`)
+        # two K steps per loop iteration (K_UNROLL): with IGC 2.40 the bf16 K loop is then 71.1% dpas on
+        # pvc for nn and tt, 63.4% for nt, 57.7% for tn, whose two SLM exchanges share one fenced barrier
+        # plus one without a fence (`--isa`; bmg: 71.9, 63.4, 61.0)
         return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":

@@ -21,7 +21,7 @@ from ..errors import CompilationError
 from ..ir.core import IRError
 from ..targets import Target
 from ..frontend import compile_to_ir
-from . import blocking, propagate_layout, sg_to_lane, slm_transpose, surface_rules, wg_to_sg
+from . import blocking, capabilities, propagate_layout, sg_to_lane, slm_transpose, surface_rules, wg_to_sg
 from .grf import choose_grf_mode
 from .spirv_asm import lower_asm_calls
 from . import emitters, llvm as llvm_stage
@@ -227,7 +227,8 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     t0 = time.perf_counter()
     try:
         func = compile_to_ir(jit, signature, options)
-    except PassError as e:  # the subgroup-level layouts or lane-level checks of the frontend
+        capabilities.check(func, options.target)
+    except PassError as e:  # the subgroup-level layouts or lane-level checks of the frontend; capabilities
         raise _fail(None, "xegpu", e) from e
     timings["frontend"] = time.perf_counter() - t0
     from ..runtime.extents import descriptor_extents

@@ -154,8 +154,12 @@ def raw_read(cg: CodeGen, d: NdDesc, x, y, bits: int, w: int, h: int, n: int, tr
              vt: ll.VectorType):
     """One 2D block read (``block2d.load_block2d``'s ``read``): a ``raw_sends`` from a payload built
     once (``raw_block2d``) when the result is at most ``raw_bits`` per lane, else IGC's own
-    ``LSC2DBlockRead`` (``genisa.genisa_read``), which builds the payload again for every message."""
-    if vt.count * vt.element.width <= raw_bits(cg):
+    ``LSC2DBlockRead`` (``genisa.genisa_read``), which builds the payload again for every message.
+    So is a block of less than whole registers (a 16 x 2 block of bytes: half a register): the
+    message writes whole registers, which a smaller ``raw_sends`` destination cannot take (IGC 2.40
+    crashes on a response length of 0)."""
+    per_lane = vt.count * vt.element.width
+    if per_lane <= raw_bits(cg) and per_lane * cg.target.sg_size % (8 * cg.target.grf_bytes) == 0:
         return raw_block2d(cg, vt, d, x, y, bits, w, h, n, transpose, vnni)
     return genisa_read(cg, d, x, y, bits, w, h, n, transpose, vnni, vt)
 
