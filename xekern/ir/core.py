@@ -1,8 +1,12 @@
 """The IR's skeleton: values, operations, blocks, functions, and a builder.
 
-Operations are immutable once built: a pass never edits an op, it builds a new function
-(see ``rewrite.py``). Structured control flow (``scf.for``/``scf.if``/``scf.while``) holds its
-bodies as blocks, so a value is visible in the block that defines it and in blocks nested in it.
+The rule for mutation: a pass never edits the function it is given. It builds a new one
+(``lowering/rewrite.Rewriter``) and may change what it built (an op's attributes, a block's list of
+ops) before it returns it; a pass that only changes a few ops edits a copy
+(``lowering/rewrite.copy_func``). An op carries only the attributes its class declares
+(``ir/attrs.py``), which the verifier checks. Structured control flow
+(``scf.for``/``scf.if``/``scf.while``) holds its bodies as blocks, so a value is visible in the
+block that defines it and in blocks nested in it.
 """
 from __future__ import annotations
 
@@ -86,6 +90,7 @@ class Op:
     NAME: ClassVar[str] = "op"
     IS_TERMINATOR: ClassVar[bool] = False
     HAS_SIDE_EFFECTS: ClassVar[bool] = False
+    ATTRS: ClassVar[tuple] = ()   # the attributes the op may carry (``ir/attrs.Attr``), besides its bases'
 
     __slots__ = ("operands", "results", "attrs", "regions", "loc", "parent")
 
@@ -106,6 +111,15 @@ class Op:
     @property
     def op_name(self) -> str:
         return self.NAME
+
+    @classmethod
+    def declared(cls) -> Dict[str, Any]:
+        """Every attribute this op class may carry (its ``ATTRS`` and its bases'), by name."""
+        got = cls.__dict__.get("_declared")
+        if got is None:
+            got = {a.name: a for c in reversed(cls.__mro__) for a in c.__dict__.get("ATTRS", ())}
+            setattr(cls, "_declared", got)
+        return got
 
     @property
     def result(self) -> Value:

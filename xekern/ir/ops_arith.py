@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .core import IRError, Op, Value
+from .attrs import Attr, LAYOUT
 from .types import DType, VectorType, elem_of, int1, like
 
 FLOAT_BINARY = {"addf", "subf", "mulf", "divf", "remf", "maxnumf", "minnumf", "maximumf", "minimumf",
@@ -37,6 +38,8 @@ class ConstantOp(Op):
     """``arith.constant``: a scalar, a splat tile, or (lane level) a tuple of per-slot values."""
 
     NAME = "arith.constant"
+    ATTRS = (Attr("value", (bool, int, float, tuple), doc="the value; a tuple: one per element (lane level)"),
+             Attr("layout", LAYOUT, doc="the layout the user gave (xl.full(..., layout=))"))
 
     def __init__(self, value, type, loc=None):
         super().__init__([], [type], {"value": value}, loc=loc)
@@ -59,6 +62,7 @@ class BinaryOp(Op):
     """``arith.<kind>``: elementwise ``lhs <kind> rhs`` on equal types."""
 
     NAME = "arith.binary"
+    ATTRS = (Attr("kind", str),)
 
     def __init__(self, kind: str, lhs: Value, rhs: Value, loc=None):
         super().__init__([lhs, rhs], [lhs.type], {"kind": kind}, loc=loc)
@@ -86,6 +90,7 @@ class UnaryOp(Op):
     """``math.<fn>``: an elementwise function of one operand."""
 
     NAME = "math.unary"
+    ATTRS = (Attr("fn", str),)
 
     def __init__(self, fn: str, x: Value, loc=None):
         super().__init__([x], [x.type], {"fn": fn}, loc=loc)
@@ -124,6 +129,7 @@ class CmpOp(Op):
     """``arith.cmpi``/``arith.cmpf``: elementwise comparison producing i1."""
 
     NAME = "arith.cmp"
+    ATTRS = (Attr("pred", str),)
 
     def __init__(self, pred: str, lhs: Value, rhs: Value, loc=None):
         super().__init__([lhs, rhs], [like(lhs.type, int1)], {"pred": pred}, loc=loc)
@@ -164,6 +170,7 @@ class CastOp(Op):
     """``arith.<kind>``: an elementwise conversion to another element type."""
 
     NAME = "arith.cast"
+    ATTRS = (Attr("kind", str),)
 
     def __init__(self, kind: str, x: Value, to: DType, loc=None):
         super().__init__([x], [like(x.type, to)], {"kind": kind}, loc=loc)

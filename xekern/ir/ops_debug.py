@@ -11,6 +11,7 @@ element each of its slots is::
 from __future__ import annotations
 
 from .core import IRError, Op, Value
+from .attrs import Attr, NONE
 from .types import DType, VectorType, int1, int32
 
 
@@ -35,6 +36,7 @@ class PrintOp(Op):
 
     NAME = "debug.print"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("prefix", str), Attr("count", int), Attr("shape", (tuple, NONE)), Attr("hex", bool))
 
     def __init__(self, prefix: str, values, index: Value = None, shape=(), hex: bool = False, loc=None):
         operands = list(values) + ([index] if index is not None else [])
@@ -69,6 +71,7 @@ class AssertOp(Op):
 
     NAME = "debug.assert"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("msg", str), Attr("file", str), Attr("line", int), Attr("shape", (tuple, NONE)))
 
     def __init__(self, cond: Value, msg: str, file: str, line: int, index: Value = None, shape=(), loc=None):
         operands = [cond] + ([index] if index is not None else [])
@@ -99,6 +102,7 @@ class BreakpointOp(Op):
 
     NAME = "debug.breakpoint"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("names", tuple), Attr("consts", dict))
 
     def __init__(self, names, values, consts=None, loc=None):
         super().__init__(list(values), [], {"names": tuple(names), "consts": dict(consts or {})}, loc=loc)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 from .core import IRError, Op, Value
+from .attrs import Attr, USER_LAYOUT
 from .ops_vector import REDUCE_KINDS
 from .types import DType, VectorType, int32
 
 
 class _IdOp(Op):
+    ATTRS = (Attr("dim", int),)
     def __init__(self, dim: int = 0, loc=None):
         super().__init__([], [int32], {"dim": dim}, loc=loc)
 
@@ -65,6 +67,7 @@ class IdTileOp(Op):
     The frontend only builds it for layouts where every copy of an element agrees on the id."""
 
     NAME = "gpu.id_tile"
+    ATTRS = (Attr("which", str), USER_LAYOUT)
 
     def __init__(self, which: str, type: VectorType, loc=None):
         super().__init__([], [type], {"which": which}, loc=loc)
@@ -88,6 +91,10 @@ class BarrierOp(Op):
 
     NAME = "gpu.barrier"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("memory", str, ("sg", "slm-barriers"), "local: it orders SLM only (no global fence)"),
+             Attr("exchange", str, ("sg",), "open / close: the barriers of an exchange through SLM that only it writes"),
+             Attr("no_fence", bool, ("slm-barriers",), "the subgroup has nothing of its own to make visible"),
+             Attr("flavour", str, ("emitter-decisions",), "visa: written as inline vISA (codegen/visa_barrier)"))
 
     def __init__(self, loc=None):
         super().__init__([], [], loc=loc)
@@ -98,6 +105,7 @@ class SubgroupReduceOp(Op):
     ``cluster_stride`` apart; every lane of a cluster gets the result."""
 
     NAME = "gpu.subgroup_reduce"
+    ATTRS = (Attr("kind", str), Attr("cluster_size", int), Attr("cluster_stride", int))
 
     def __init__(self, kind: str, value: Value, cluster_size: int, cluster_stride: int = 1, loc=None):
         super().__init__([value], [value.type], {"kind": kind, "cluster_size": cluster_size,
@@ -120,6 +128,7 @@ class ShuffleOp(Op):
     ``down`` (lane + n), ``up`` (lane - n). ``lane`` is a scalar i32."""
 
     NAME = "gpu.shuffle"
+    ATTRS = (Attr("mode", str),)
 
     def __init__(self, mode: str, value: Value, lane: Value, loc=None):
         super().__init__([value, lane], [value.type], {"mode": mode}, loc=loc)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .core import IRError, Op, Value
+from .attrs import USER_LAYOUT
 from .types import MemDescType, VectorType
 
 
@@ -31,6 +32,7 @@ class ShuffleTensorOp(Op):
 
     NAME = "iree_gpu.shuffle_tensor"
     HAS_SIDE_EFFECTS = True   # it writes the shared matrix and synchronizes the workgroup
+    ATTRS = (USER_LAYOUT,)
 
     def __init__(self, source: Value, mem: Value, type: VectorType, loc=None):
         super().__init__([source, mem], [type], loc=loc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence
 
 from .core import Block, IRError, Op, Value
+from .attrs import Attr
 from .types import DType, Type, int1
 
 
@@ -11,6 +12,9 @@ class FuncOp(Op):
     """``xegpu.func``: a kernel. ``attrs`` carry launch facts (``num_subgroups``, ``sg_size``)."""
 
     NAME = "func.func"
+    ATTRS = (Attr("sym_name", str), Attr("level", str, doc="wg, sg, inst or lane: the IR level"),
+             Attr("target", str), Attr("num_subgroups", int), Attr("sg_size", int),
+             Attr("multiple_of", dict, doc="integer argument -> a number it is a multiple of (specialization)"))
 
     def __init__(self, name: str, arg_types: Sequence[Type], arg_names: Sequence[str],
                  attrs: Dict = None, loc=None):
@@ -75,6 +79,9 @@ class ForOp(Op):
     """``scf.for %iv = %lb to %ub step %step iter_args(...)``: a counted loop with carried values."""
 
     NAME = "scf.for"
+    ATTRS = (Attr("num_stages", int, doc="Triton's tuning hint (accepted, unused)"),
+             Attr("loop_unroll_factor", int, doc="Triton's tuning hint (accepted, unused)"),
+             Attr("accumulators", tuple, ("emitter-decisions",), "carried DPAS accumulators in named vISA registers"))
 
     def __init__(self, lb: Value, ub: Value, step: Value, inits: Sequence[Value], loc=None):
         body = Block([lb.type] + [v.type for v in inits], ["iv"])

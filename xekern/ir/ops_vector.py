@@ -6,6 +6,7 @@ from math import prod
 from typing import Sequence, Tuple
 
 from .core import IRError, Op, Value
+from .attrs import Attr, USER_LAYOUT
 from .types import DType, VectorType, elem_of, int1, int32, shape_of
 
 REDUCE_KINDS = {"add", "mul", "maxnumf", "minnumf", "maximumf", "minimumf", "maxsi", "minsi",
@@ -16,6 +17,7 @@ class StepOp(Op):
     """``vector.step``: the 1-D tile ``[0, 1, ..., n-1]`` (``xl.arange`` adds its start)."""
 
     NAME = "vector.step"
+    ATTRS = (USER_LAYOUT,)
 
     def __init__(self, type: VectorType, loc=None):
         super().__init__([], [type], loc=loc)
@@ -30,6 +32,7 @@ class BroadcastOp(Op):
     """``vector.broadcast``: a scalar, or a tile with unit dimensions, stretched to ``type``."""
 
     NAME = "vector.broadcast"
+    ATTRS = (USER_LAYOUT,)
 
     def __init__(self, src: Value, type: VectorType, loc=None):
         super().__init__([src], [type], loc=loc)
@@ -61,6 +64,7 @@ class ReduceOp(Op):
     """``vector.multi_reduction <kind>`` over ``axis``; a 1-D tile reduces to a scalar."""
 
     NAME = "vector.multi_reduction"
+    ATTRS = (Attr("kind", str), Attr("axis", int))
 
     def __init__(self, kind: str, src: Value, axis: int, result_type, loc=None):
         super().__init__([src], [result_type], {"kind": kind, "axis": axis}, loc=loc)
@@ -88,6 +92,7 @@ class TransposeOp(Op):
     """``vector.transpose``: permute the dimensions of a tile."""
 
     NAME = "vector.transpose"
+    ATTRS = (Attr("permutation", tuple),)
 
     def __init__(self, src: Value, perm: Sequence[int], type: VectorType, loc=None):
         super().__init__([src], [type], {"permutation": tuple(perm)}, loc=loc)
@@ -108,6 +113,8 @@ class ConvertLayoutOp(Op):
     """``xegpu.convert_layout``: the same tile, redistributed to another layout."""
 
     NAME = "xegpu.convert_layout"
+    ATTRS = (USER_LAYOUT, Attr("slm_block", tuple, ("slm-transpose",),
+                                     "store the SLM matrix as contiguous blocks of this shape"))
 
     def __init__(self, src: Value, type: VectorType, loc=None):
         super().__init__([src], [type], loc=loc)
@@ -122,6 +129,7 @@ class ExtractOp(Op):
     """``vector.extract``: one slot of a lane-level vector as a scalar."""
 
     NAME = "vector.extract"
+    ATTRS = (Attr("index", int),)
 
     def __init__(self, src: Value, index: int, loc=None):
         super().__init__([src], [elem_of(src.type)], {"index": index}, loc=loc)
@@ -150,6 +158,7 @@ class SlotShuffleOp(Op):
     """``vector.shuffle``: ``result[k] = concat(sources)[indices[k]]`` within one lane."""
 
     NAME = "vector.shuffle"
+    ATTRS = (Attr("indices", tuple),)
 
     def __init__(self, srcs: Sequence[Value], indices: Sequence[int], type: VectorType, loc=None):
         super().__init__(srcs, [type], {"indices": tuple(indices)}, loc=loc)

@@ -11,6 +11,7 @@ from math import prod
 from typing import Optional, Sequence
 
 from .core import IRError, Op, Value
+from .attrs import BLOCKS, FRONTEND, HINTS, LAYOUT, NONE, TILES, USER_LAYOUT, Attr
 from .types import (DType, MemDescType, NBarrierType, PointerType, TensorDescType, VectorType,
                     elem_of, int1, shape_of)
 
@@ -75,6 +76,7 @@ class LoadGatherOp(Op):
     """``xegpu.load_gather %tdesc, %mask``: masked-off elements keep ``other`` (zero if absent)."""
 
     NAME = "xegpu.load_gather"
+    ATTRS = HINTS + (Attr("volatile", bool), TILES)
 
     def __init__(self, tdesc: Value, mask: Value, type: VectorType, other: Optional[Value] = None,
                  hints=None, loc=None):
@@ -98,6 +100,7 @@ class StoreScatterOp(Op):
 
     NAME = "xegpu.store_scatter"
     HAS_SIDE_EFFECTS = True
+    ATTRS = HINTS + (TILES,)
 
     def __init__(self, value: Value, tdesc: Value, mask: Value, hints=None, loc=None):
         super().__init__([value, tdesc, mask], [], dict(hints or {}), loc=loc)
@@ -117,6 +120,7 @@ class PrefetchOp(Op):
 
     NAME = "xegpu.prefetch"
     HAS_SIDE_EFFECTS = True
+    ATTRS = HINTS + (TILES,)
 
     def __init__(self, tdesc: Value, hints=None, loc=None):
         super().__init__([tdesc], [], dict(hints or {}), loc=loc)
@@ -132,6 +136,7 @@ class AtomicRMWOp(Op):
 
     NAME = "xegpu.atomic_rmw"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("kind", str), Attr("sem", str), Attr("scope", str), TILES)
 
     def __init__(self, kind: str, tdesc: Value, value: Value, mask: Value, cmp: Optional[Value] = None,
                  loc=None):
@@ -169,6 +174,9 @@ class CreateNdTDescOp(Op):
     """
 
     NAME = "xegpu.create_nd_tdesc"
+    ATTRS = (Attr("rank", int), USER_LAYOUT, Attr("array_length", int),
+             Attr("block_io", bool, ("surface-rules",), "2D block messages may read it (the surface rules hold)"),
+             Attr("surface", int, ("surface-rules",), "the index of its surface check at launch"))
 
     def __init__(self, base: Value, shape: Sequence[Value], strides: Sequence[Value],
                  offsets: Sequence[Value], type: TensorDescType, loc=None):
@@ -241,6 +249,11 @@ class LoadNdOp(_NdAccess):
     """
 
     NAME = "xegpu.load_nd"
+    ATTRS = HINTS + BLOCKS + (
+        Attr("transpose", (tuple, NONE)), Attr("transpose_bit_width", (int, NONE)),
+        Attr("packed", bool, (FRONTEND, "layout"), "VNNI: K pairs (or quads) packed per lane"),
+        Attr("layout", LAYOUT, (FRONTEND, "slm-transpose"), "the layout the user (or slm-transpose) gave"),
+        Attr("fused", bool, ("emitter-decisions",), "read from memory by the DPAS that uses it (no copy)"), TILES)
 
     def __init__(self, tdesc: Value, offsets: Sequence[Value], type: VectorType, transpose=None,
                  packed: bool = False, transpose_bit_width: Optional[int] = None, hints=None, loc=None):
@@ -274,6 +287,7 @@ class StoreNdOp(_NdAccess):
 
     NAME = "xegpu.store_nd"
     HAS_SIDE_EFFECTS = True
+    ATTRS = HINTS + (TILES,)
     TDESC_INDEX = 1
 
     def __init__(self, value: Value, tdesc: Value, offsets: Sequence[Value], hints=None, loc=None):
@@ -291,6 +305,8 @@ class PrefetchNdOp(_NdAccess):
 
     NAME = "xegpu.prefetch_nd"
     HAS_SIDE_EFFECTS = True
+    ATTRS = HINTS + (Attr("layout", LAYOUT, ("layout",), "the prefetch's own cooperative layout"),
+                     Attr("block", tuple, ("sg", "inst"), "its piece's shape once a level has cut it"), TILES)
 
     def __init__(self, tdesc: Value, offsets: Sequence[Value], hints=None, loc=None):
         super().__init__([tdesc, *offsets], [], dict(hints or {}), loc=loc)
@@ -317,6 +333,7 @@ class DpasOp(Op):
     """``xegpu.dpas %a, %b, %acc``: ``acc + a @ b`` on the matrix engine (B in VNNI form)."""
 
     NAME = "xegpu.dpas"
+    ATTRS = (Attr("precision", str, doc="tf32 for f32 operands"), TILES)
 
     def __init__(self, a: Value, b: Value, acc: Optional[Value], type: VectorType, loc=None):
         super().__init__([a, b] + ([acc] if acc is not None else []), [type], loc=loc)
@@ -367,6 +384,7 @@ class LoadMatrixOp(Op):
     tiles side by side along the last axis, the first at ``offsets``."""
 
     NAME = "xegpu.load_matrix"
+    ATTRS = BLOCKS + (Attr("subgroup_block_io", bool), USER_LAYOUT, TILES)
 
     def __init__(self, mem: Value, offsets: Sequence[Value], type: VectorType, subgroup_block_io=False,
                  loc=None):
@@ -390,6 +408,7 @@ class StoreMatrixOp(Op):
 
     NAME = "xegpu.store_matrix"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("subgroup_block_io", bool), TILES)
 
     def __init__(self, value: Value, mem: Value, offsets: Sequence[Value], subgroup_block_io=False,
                  loc=None):
@@ -412,6 +431,7 @@ class AllocNBarrierOp(Op):
 
     NAME = "xegpu.alloc_nbarrier"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("count", int),)
 
     def __init__(self, count: int, loc=None):
         super().__init__([], [], {"count": count}, loc=loc)
@@ -448,6 +468,7 @@ class FenceOp(Op):
 
     NAME = "xegpu.fence"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("scope", str), Attr("memory_kind", str))
 
     def __init__(self, scope: str, memory_kind: str, loc=None):
         super().__init__([], [], {"scope": scope, "memory_kind": memory_kind}, loc=loc)
@@ -464,6 +485,7 @@ class CompileHintOp(Op):
 
     NAME = "xegpu.compile_hint"
     HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("hint", str),)
 
     def __init__(self, hint: str = "scheduling_barrier", loc=None):
         super().__init__([], [], {"hint": hint}, loc=loc)

@@ -1,12 +1,13 @@
 """Whole-function verification, run after the frontend and after every pass.
 
 Checks that every operand is defined before its use in an enclosing scope, that structured
-bodies end in the right terminator, every op's own ``verify()``, and every layout against the
-tile it describes (at the level the function is at).
+bodies end in the right terminator, that every attribute is declared by its op (``ir/attrs.py``)
+with a value of its type (and, given the stages that ran, added by one of them), every op's own
+``verify()``, and every layout against the tile it describes (at the level the function is at).
 """
 from __future__ import annotations
 
-from typing import Set
+from typing import Collection, Optional, Set
 
 from .core import Block, IRError, Op, Value
 from .layout import LayoutError, verify_layout
@@ -14,12 +15,29 @@ from .ops_scf import ConditionOp, ForOp, FuncOp, IfOp, ReturnOp, WhileOp, YieldO
 from .types import TensorDescType, VectorType
 
 
-def verify_func(f: FuncOp) -> None:
-    """Raise IRError on the first broken rule."""
+def verify_func(f: FuncOp, ran: Optional[Collection[str]] = None) -> None:
+    """Raise IRError on the first broken rule. ``ran``: the stages that built the function so far
+    (``frontend`` and pass names); an attribute added by none of them is an error."""
     level = f.attrs.get("level", "wg")
     ctx = dict(level=level, sg_size=f.attrs.get("sg_size"),
-               num_subgroups=f.attrs.get("num_subgroups") if level == "wg" else None)
+               num_subgroups=f.attrs.get("num_subgroups") if level == "wg" else None,
+               ran=None if ran is None else set(ran) | {"frontend"})
+    _attrs(f, ctx)
     _block(f.body, set(f.args), f, ctx, ReturnOp)
+
+
+def _attrs(op: Op, ctx) -> None:
+    declared = op.declared()
+    for k, v in op.attrs.items():
+        a = declared.get(k)
+        if a is None:
+            names = ", ".join(sorted(declared)) or "none"
+            raise IRError(f"attribute '{k}' is not declared by {op.op_name} (it declares: {names}; ir/attrs.py)", op)
+        why = a.check(v)
+        if why:
+            raise IRError(why, op)
+        if ctx["ran"] is not None and not set(a.added_by) & ctx["ran"]:
+            raise IRError(f"attribute '{k}' is added by {' or '.join(a.added_by)}, which has not run", op)
 
 
 def _block(b: Block, visible: Set[Value], owner: Op, ctx, terminator) -> None:
@@ -41,6 +59,7 @@ def _block(b: Block, visible: Set[Value], owner: Op, ctx, terminator) -> None:
         elif op.regions:
             for r in op.regions:
                 _block(r, visible, op, ctx, None)
+        _attrs(op, ctx)
         op.verify()
         for r in op.results:
             _check_layout(op, r, ctx)
