@@ -293,17 +293,18 @@ def test_pvc_tn_reads_a_from_slm_two_fragments_per_message(dtype):
             f"no dpas takes {read} before the barrier without a fence"
 
 
-def test_blocking_pairs_a_fragments_read_back_from_slm():
-    """With the visa emitter (pvc, bmg), blocking puts the two K-adjacent A fragments of an M block (one
-    after the other in the SLM matrix's @block layout) into one load_matrix of two results (``block_grid
-    = [1, 2]``), which codegen reads with one message; spirv-ext, without inline-vISA DPAS, keeps one
-    load per fragment."""
+def test_merge_pairs_a_fragments_read_back_from_slm():
+    """With the visa emitter (pvc, bmg), merge-block-messages puts the two K-adjacent A fragments of an
+    M block (one after the other in the SLM matrix's @block layout) into one load_matrix of two results
+    (``block_grid = [1, 2]``), which codegen reads with one message; spirv-ext, without inline-vISA DPAS,
+    keeps one load per fragment."""
     import re
     from gemm import gemm_kernel
     from isa_report import signature
     sig = signature(xl.bfloat16, xl.float32, "tn", 256, 256, 32, 2, pvc_k_unroll())
     for target, emitter, results, count in (("pvc", None, 2, 4), ("bmg", None, 2, 4), ("bmg", "spirv-ext", 1, 8)):
-        inst = gemm_kernel.compile_offline(sig, target=target, num_subgroups=32, emitter=emitter).asm["inst"]
+        inst = gemm_kernel.compile_offline(sig, target=target, num_subgroups=32,
+                                           emitter=emitter).asm["merge-block-messages"]
         loads = [ln for ln in str(inst).splitlines() if "xegpu.load_matrix" in ln]
         assert len(loads) == count * pvc_k_unroll(), (target, loads)
         for ln in loads:

@@ -199,8 +199,8 @@ def test_slm_transpose_of_int8_a():
           r"xegpu.convert_layout .*\{slm_block = \[8, 32\]\}", r"xegpu.dpas")
     assert "transpose = [1, 0]" not in asm["slm-transpose"]
     check(asm["sg"], r"xegpu.create_mem_desc : !xegpu.mem_desc<32x64xi8, #xegpu.mem_layout<block = \[8, 32\]>>",
-          r"xegpu.load_nd", r"xegpu.store_matrix", r'gpu.barrier \{memory = "local"\}', r"xegpu.load_matrix",
-          r'gpu.barrier \{memory = "local"\}', r"xegpu.dpas")
+          r"xegpu.load_nd", r"xegpu.store_matrix", r'gpu.barrier \{exchange = "open", memory = "local"\}',
+          r"xegpu.load_matrix", r'gpu.barrier \{exchange = "close", memory = "local"\}', r"xegpu.dpas")
     llir = asm["llir"]
     # each 8x32 A fragment: one block read of 8 rows of 16 shorts; each lane's 32 bytes of A^T: dword vector
     # stores (one of 8 dwords on pvc, where they come straight from the VNNI read: test_gemm_isa)
@@ -239,19 +239,19 @@ def test_slm_exchanges_in_a_loop_keep_only_the_barriers_they_need():
     (lowering/slm_barriers.py)."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,
                BM=32, BN=32, BK=32)
-    one = stages(k_at_steps, STEPS=1, **sig)
-    assert "slm_block = [8, 16]" in one["slm-transpose"]
-    assert _loop_barriers(one["sg"]) == 2 and one["sg"].count("xegpu.store_matrix") >= 1
+    fenced = r'(?m)gpu.barrier \{(exchange = "\w+", )?memory = "local"\}$'
+    one = stages(k_at_steps, STEPS=1, **sig)["slm-barriers"]
+    assert "slm_block = [8, 16]" in stages(k_at_steps, STEPS=1, **sig)["slm-transpose"]
+    assert _loop_barriers(one) == 2 and one.count("xegpu.store_matrix") >= 1
     # its second barrier stands between the loads and the dpas that take them: it keeps its fence
-    check(one["sg"], r"scf.for", r"xegpu.store_matrix", r'(?m)gpu.barrier \{memory = "local"\}$',
-          r"xegpu.load_matrix", r'(?m)gpu.barrier \{memory = "local"\}$', r"xegpu.dpas", r"scf.yield")
-    assert "no_fence" not in one["sg"]
-    two = stages(k_at_steps, STEPS=2, **sig)
-    assert _loop_barriers(two["sg"]) == 2, two["sg"]
+    check(one, r"scf.for", r"xegpu.store_matrix", fenced, r"xegpu.load_matrix", fenced, r"xegpu.dpas", r"scf.yield")
+    assert "no_fence" not in one
+    two = stages(k_at_steps, STEPS=2, **sig)["slm-barriers"]
+    assert _loop_barriers(two) == 2, two
     # store m0; store m1; barrier; load m0; dpas; load m1; dpas; barrier without a fence
-    check(two["sg"], r"scf.for", r"xegpu.store_matrix %\S+, %(\d+)", r"xegpu.store_matrix",
-          r'(?m)gpu.barrier \{memory = "local"\}$', r"xegpu.load_matrix", r"xegpu.dpas", r"xegpu.load_matrix",
-          r"xegpu.dpas", r'gpu.barrier \{memory = "local", no_fence = true\}', r"scf.yield")
+    check(two, r"scf.for", r"xegpu.store_matrix %\S+, %(\d+)", r"xegpu.store_matrix", fenced, r"xegpu.load_matrix",
+          r"xegpu.dpas", r"xegpu.load_matrix", r"xegpu.dpas", r'gpu.barrier \{memory = "local", no_fence = true\}',
+          r"scf.yield")
 
 
 @xk.jit
@@ -265,16 +265,20 @@ def k_bf16_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr
     c_desc.store((0, 0), acc)
 
 
-def test_blocking_merges_adjacent_blocks_where_the_emitter_says_so():
-    """GPU emitters (merge_block2d): adjacent blocks of one subgroup load in one message,
-    ``block_grid = [rows, cols]`` blocks with one result each. spirv-ext (SPIR-V block loads: LLVM
+def test_merge_block_messages_where_the_emitter_says_so():
+    """Blocking gives each block its own load, stamped with its place in the tile; pass
+    merge-block-messages, on GPU emitters (merge_block2d), puts adjacent blocks of one subgroup load
+    in one message, ``block_grid = [rows, cols]`` blocks with one result each. spirv-ext (SPIR-V block loads: LLVM
     vectors) stops at 16 dwords per lane: A 32x32 in two messages of 2x2 blocks of 8x16, B 32x64
     VNNI in four of 1x2 blocks of 16x16. visa (pvc and bmg) reads DPAS operands into named vISA
     registers of up to 32 registers (32 dwords per lane): A in one message of 4x2 blocks, B in two of
     2x2. The CPU keeps one message per block."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(F32), M=I32, N=I32, K=I32, BM=32, BN=64, BK=32)
-    loads = lambda t, e=None: [ln for ln in stages(k_bf16_gemm, target=t, num_subgroups=1, emitter=e,  # noqa: E731
-                                                   **sig)["inst"].splitlines() if "xegpu.load_nd" in ln]
+    loads = lambda t, e=None, stage="merge-block-messages": [  # noqa: E731
+        ln for ln in stages(k_bf16_gemm, target=t, num_subgroups=1, emitter=e, **sig)[stage].splitlines()
+        if "xegpu.load_nd" in ln]
+    blocks = loads("pvc", None, "inst")
+    assert len(blocks) == 16 and "block_count = [4, 2], block_index = [0, 0]" in blocks[0], blocks
     for t, e, (a_grid, a_count), (b_grid, b_count) in (("bmg", "spirv-ext", ((2, 2), 2), ((1, 2), 4)),
                                                        ("pvc", "spirv-ext", ((2, 2), 2), ((1, 2), 4)),
                                                        ("pvc", None, ((4, 2), 1), ((2, 2), 2)),

@@ -899,10 +899,7 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     if ret is not None:
         raise src.error(tree, "a kernel cannot return a value; store results with xl.store")
     builder.create(ir.ReturnOp)
-    if level == "sg":
-        from ..lowering.propagate_layout import assign_subgroup_layouts
-        func = assign_subgroup_layouts(func, options)
-    elif level == "lane":
+    if level == "lane":
         check_lane_level(func)
     return func
 

@@ -127,6 +127,19 @@ MAX_RESPONSE_GRFS = 32
 SLM_READ_BYTES = 512
 
 
+# vISA's DPAS operand precisions (IGC 12504's own DPAS, read back from its vISA dumps). tf32 is not
+# here: IGC splits A's registers into 16-bit halves before its ``dpas.tf32``, so tf32 DPAS stays IGC's
+# builtin
+VISA_DPAS_PRECISION = {"bf16": "bf", "f16": "hf", "i8": "s8", "ui8": "u8"}
+
+
+def inline_dpas(e: Emitter, level: str, elem_name: str) -> bool:
+    """Whether ``e`` writes a DPAS on ``elem_name`` operands as inline vISA: the visa emitter's named
+    reads, in workgroup-level kernels (their control flow is uniform, so every lane runs the reads
+    whose payloads are built per lane), with a precision vISA names."""
+    return e.named_reads and level == "wg" and elem_name in VISA_DPAS_PRECISION
+
+
 def named_read_bits(e: Emitter, t: Target) -> int:
     """Bits per lane a ``named_reads`` message may bring (pvc, bmg: 1024); 0 when the emitter has none."""
     return MAX_RESPONSE_GRFS * t.grf_bytes * 8 // t.sg_size if e.named_reads else 0

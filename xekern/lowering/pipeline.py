@@ -1,27 +1,30 @@
-"""The compilation pipeline: one ordered list of named stages, the IR verified after each.
+"""The compilation pipeline: one ordered list of named passes, the IR verified after each.
 
 ``compile_kernel`` runs them and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─surface-rules─▶ surface-rules ─slm-transpose─▶ slm-transpose ─propagate-layout─▶ layout
-          ─wg-to-sg─▶ sg ─blocking─▶ inst
-          ─sg-to-lane─▶ lane ─codegen─▶ llir ─LLVM O2 + SPIR-V backend─▶ spirv
+    xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─slm-transpose─▶ ─layout─▶ ─sg─▶ ─slm-barriers─▶
+          ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─emitter-decisions─▶ ─codegen─▶ llir
+          ─LLVM + SPIR-V backend─▶ spirv
 
-A subgroup-level kernel's frontend IR ("xegpu") is already at "sg" (it runs blocking and sg-to-lane), a
-lane-level kernel's at "lane" (it goes straight to codegen).
+Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
+from the frontend, ``sg`` after ``sg``, ...). A subgroup-level kernel's frontend IR is at ``sg``
+without layouts: it enters at ``layout`` (which gives a subgroup's layouts, no ``sg_layout``); a
+lane-level kernel's is at ``lane``. Every stage's text is ``kernel.asm[stage]`` under the pass's name.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import ir
 from ..errors import CompilationError
 from ..ir.core import IRError
 from ..targets import Target
 from ..frontend import compile_to_ir
-from . import blocking, capabilities, propagate_layout, sg_to_lane, slm_transpose, surface_rules, wg_to_sg
+from . import (blocking, capabilities, drop_breakpoints, emitter_decisions, merge_block_messages, propagate_layout,
+               sg_to_lane, slm_barriers, slm_transpose, surface_rules, wg_to_sg)
 from .grf import choose_grf_mode
 from .spirv_asm import lower_asm_calls
 from . import emitters, llvm as llvm_stage
@@ -71,16 +74,30 @@ class Options:
 # The IR levels, from the top; a kernel's frontend builds IR at "wg", "sg" or "lane" (@xk.jit(level=...)).
 LEVELS = ("wg", "sg", "inst", "lane")
 
-# The IR passes, in order: (stage name printed by kernel.asm, the level it consumes, pass entry point).
-# A function enters at its level and runs every pass from the first one that consumes that level.
-PASSES: List[Tuple[str, str, Callable]] = [
-    ("surface-rules", "lane", surface_rules.run),   # (every level: it marks descriptors, keeping the level)
-    ("slm-transpose", "wg", slm_transpose.run),
-    ("layout", "wg", propagate_layout.run),
-    ("sg", "wg", wg_to_sg.run),
-    ("inst", "sg", blocking.run),
-    ("lane", "inst", sg_to_lane.run),
+class Pass(NamedTuple):
+    """A named pass: the stage name ``kernel.asm`` prints it under, the levels it runs at, the level
+    it leaves the function at (None: the one it found), and its entry point ``fn(func, options)``."""
+
+    name: str
+    runs_at: Tuple[str, ...]
+    makes: Optional[str]
+    fn: Callable
+
+
+# The IR passes, in order. A pass runs when the function is at one of its levels.
+PASSES: List[Pass] = [
+    Pass("drop-breakpoints", LEVELS, None, drop_breakpoints.run),
+    Pass("surface-rules", LEVELS, None, surface_rules.run),            # marks descriptors
+    Pass("slm-transpose", ("wg",), None, slm_transpose.run),
+    Pass("layout", ("wg", "sg"), None, propagate_layout.run),          # sg: a subgroup-level kernel's
+    Pass("sg", ("wg",), "sg", wg_to_sg.run),
+    Pass("slm-barriers", ("sg",), None, slm_barriers.run),
+    Pass("inst", ("sg",), "inst", blocking.run),
+    Pass("merge-block-messages", ("inst",), None, merge_block_messages.run),
+    Pass("lane", ("inst",), "lane", sg_to_lane.run),
+    Pass("emitter-decisions", ("lane",), None, emitter_decisions.run),
 ]
+PASS_NAMES = tuple(p.name for p in PASSES)
 
 
 def llvm_opt_level(lane: ir.FuncOp, options: Options) -> int:
@@ -103,9 +120,14 @@ def llvm_opt_level(lane: ir.FuncOp, options: Options) -> int:
     return 0 if any(isinstance(o, ir.DpasOp) for o in lane.walk()) else 1
 
 
-def passes_from(level: str) -> List[Tuple[str, str, Callable]]:
-    """The passes a function at ``level`` runs: those consuming that level or one below it."""
-    return [p for p in PASSES if LEVELS.index(p[1]) >= LEVELS.index(level)]
+def passes_for(level: str) -> List[Pass]:
+    """The passes a function that starts at ``level`` runs, in order."""
+    out = []
+    for p in PASSES:
+        if level in p.runs_at:
+            out.append(p)
+            level = p.makes or level
+    return out
 
 
 @dataclass
@@ -142,22 +164,28 @@ def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str,
     """Run ``PASSES`` from the function's level (``func.attrs["level"]``, "wg" unless the frontend
     built subgroup or lane IR); record each stage's text in ``asm`` (lazily printable)."""
     level = func.attrs.setdefault("level", "wg")
+    ran = ["frontend"]   # the stages so far: an attribute only they add may appear (ir/attrs.py)
     try:
-        ir.verify_func(func)
+        ir.verify_func(func, ran)
     except IRError as e:
         raise _fail(func, "xegpu", e) from e
     asm["xegpu"] = func
-    if level != "wg":  # the frontend built this level's IR: it is also that stage's text
-        asm[level] = func
-    for name, _consumes, fn in passes_from(level):
+    if level == "lane":
+        asm["lane"] = func   # a lane-level kernel's lane stage is its frontend's IR
+    for name, _, makes, fn in passes_for(level):
         t0 = time.perf_counter()
+        ran.append(name)
         try:
             func = fn(func, options)
-            ir.verify_func(func)
+            if makes is not None and func.attrs.get("level") != makes:
+                raise IRError(f"pass {name} left the function at level {func.attrs.get('level')}, not {makes}")
+            ir.verify_func(func, ran)
         except (PassError, IRError, ir.LayoutError) as e:
             raise _fail(func, name, e) from e
         timings[name] = time.perf_counter() - t0
         asm[name] = func
+        if level == "sg" and name == "layout":
+            asm["sg"] = func   # a subgroup-level kernel's sg stage: its IR with a subgroup's layouts
         if dump is not None:
             dump(name, asm[name])
     return func
@@ -212,14 +240,6 @@ def spirv_text(spirv: bytes) -> str:
             f"their ops (ids as below):\n{head}" + r.stdout.decode())
 
 
-def _drop_breakpoints(func: ir.FuncOp) -> None:
-    """``breakpoint()`` (``debug.breakpoint``) is for the interpreter's pdb; the device has no
-    debugger, so a kernel compiled for it runs as if the call were not there (language.md)."""
-    for op in list(func.walk()):
-        if isinstance(op, ir.BreakpointOp):
-            op.parent.ops.remove(op)
-
-
 def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     """Source -> SPIR-V for one specialization. Raises CompilationError on any user mistake."""
     timings: Dict[str, float] = {}
@@ -235,7 +255,6 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     from ..runtime.writes import written_params
     extents = descriptor_extents(func)  # before the passes rewrite the function
     checks, _ = surface_rules.surface_checks(func, options.target)
-    _drop_breakpoints(func)
     writes = written_params(func)
     if dump is not None:
         dump("xegpu", func)

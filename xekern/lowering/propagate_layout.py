@@ -182,6 +182,7 @@ class PropagateLayout(Rewriter):
         self.sg = ctx.target.sg_size
         self.layout: Dict[Value, object] = {}
         self.required: Dict[Tuple[Op, int], object] = {}
+        self.prefetch_layouts: Dict[Op, object] = {}   # prefetch -> its cooperative layout
 
     # ---- analysis ------------------------------------------------------------------------------
     def analyze(self, func: ir.FuncOp) -> None:
@@ -216,8 +217,8 @@ class PropagateLayout(Rewriter):
             except LayoutError as e:
                 raise PassError(f"invalid layout {user}: {e}", op) from None
         if isinstance(op, ir.PrefetchNdOp) and op.attrs.get("layout") is None:
-            t = op.tdesc.type
-            op.attrs["layout"] = prefetch_layout(t.shape, t.elem, self.target, self.G)
+            t = op.tdesc.type   # (set on the rebuilt prefetch: a pass does not edit the ops it is given)
+            self.prefetch_layouts[op] = prefetch_layout(t.shape, t.elem, self.target, self.G)
         if isinstance(op, ir.DpasOp):
             a, b = op.operands[0], op.operands[1]
             *batch, m, k = a.type.shape
@@ -286,6 +287,8 @@ class PropagateLayout(Rewriter):
         new = self.b.insert(op.clone_with(operands, natural))
         if isinstance(op, ir.LoadNdOp):
             self._mark_packed(new)
+        if op in self.prefetch_layouts:
+            new.attrs["layout"] = self.prefetch_layouts[op]
         outs = []
         for old, r in zip(op.results, new.results):
             outs.append([self.convert(r, self.layout.get(old))])
@@ -405,11 +408,15 @@ class PropagateLayout(Rewriter):
 
 
 def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
+    """Workgroup IR: layouts from the anchors, ``sg_layout`` included. A subgroup-level kernel's IR
+    (level ``sg``, no layouts yet): a subgroup's layouts (``SubgroupLayouts``)."""
+    if func.attrs.get("level", "wg") == "sg":
+        return SubgroupLayouts(ctx).run(func)
     return PropagateLayout(ctx).run(func)
 
 
 class SubgroupLayouts(PropagateLayout):
-    """The layouts of a subgroup-level kernel (``@xk.jit(level="subgroup")``), computed by its frontend:
+    """The layouts of a subgroup-level kernel (``@xk.jit(level="subgroup")``), pass ``layout`` at level sg:
     the same anchors and relations as ``propagate-layout`` for a workgroup of one subgroup, without the
     ``sg_layout``/``sg_data`` that would distribute it. Its output is the IR ``wg-to-sg`` would have
     produced: every tile is one subgroup's data, laid out by ``inst_data``/``lane_layout``/``lane_data``.
@@ -427,8 +434,8 @@ class SubgroupLayouts(PropagateLayout):
         self.layout = {v: lay.drop_sg() for v, lay in self.layout.items()}
         self.required = {k: lay.drop_sg() for k, lay in self.required.items()}
         for op in self.ops:
-            if isinstance(op, ir.PrefetchNdOp) and op.attrs.get("layout") is not None:
-                op.attrs["layout"] = op.attrs["layout"].drop_sg()
+            if isinstance(op, ir.PrefetchNdOp) and (self.prefetch_layouts.get(op) or op.attrs.get("layout")):
+                self.prefetch_layouts[op] = (self.prefetch_layouts.get(op) or op.attrs["layout"]).drop_sg()
 
     def convert(self, v: Value, layout) -> Value:
         if layout is None or not isinstance(v.type, (VectorType, TensorDescType)) or v.type.layout == layout:
@@ -436,7 +443,3 @@ class SubgroupLayouts(PropagateLayout):
         raise PassError(f"subgroup level: a tile {v.type.with_layout(None)} is used in two layouts "
                         f"({v.type.layout} and {layout}); a subgroup-level kernel has no convert_layout "
                         f"(a workgroup-level operation): give the tiles layouts that agree", v.op)
-
-
-def assign_subgroup_layouts(func: ir.FuncOp, ctx) -> ir.FuncOp:
-    return SubgroupLayouts(ctx).run(func)

@@ -255,3 +255,21 @@ class Rewriter:
 STRUCTURED_RULES = {ir.ForOp: "rewrite_for", ir.IfOp: "rewrite_if", ir.WhileOp: "rewrite_while",
                     ir.YieldOp: "rewrite_yield", ir.ConditionOp: "rewrite_condition",
                     ir.ValueBarrierOp: "rewrite_value_barrier"}   # (variadic: its operands split apart)
+
+
+class Copy(Rewriter):
+    """The identity rewrite: a new function equal to ``func``, at its level. A pass that changes a
+    few ops in place (an attribute, an op moved or dropped) edits such a copy, never the function
+    it was given (the mutation rule, ``ir/core.py``)."""
+
+    NAME = "copy"
+    RULES = dict(STRUCTURED_RULES)
+
+    def run(self, func: ir.FuncOp) -> ir.FuncOp:
+        self.LEVEL = func.attrs.get("level", "wg")
+        return super().run(func)
+
+
+def copy_func(func: ir.FuncOp, ctx) -> ir.FuncOp:
+    """A copy of ``func`` for a pass to edit (``Copy``)."""
+    return Copy(ctx).run(func)

@@ -1,7 +1,8 @@
-"""The barriers of SLM layout exchanges in a loop body: which go, which merge, which need no fence
-(part of ``wg-to-sg``).
+"""Pass ``slm-barriers``: the barriers of SLM layout exchanges in a loop body: which go, which merge,
+which need no fence.
 
-An exchange through SLM is: stores, barrier, loads, barrier (``WgToSg.through_slm``). The second
+An exchange through SLM is: stores, barrier, loads, barrier (``WgToSg.through_slm``); when only the
+exchange writes its matrix, its barriers carry ``exchange = "open"`` and ``"close"``. The second
 barrier only keeps the next stores into the same matrix from overwriting what another subgroup
 has not read yet. In a K loop with two exchanges into two matrices (two K steps per iteration,
 each transposing its A tile through its own SLM matrix), three rules apply in turn.
@@ -34,7 +35,53 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from .. import ir
-from ..ir.core import Op, Value
+from ..ir.core import Block, Op, Value
+from .rewrite import copy_func
+
+
+def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
+    """The three rules above, in turn, on a copy of ``func`` (subgroup level)."""
+    if not any(isinstance(op, ir.BarrierOp) and op.attrs.get("exchange") for op in func.walk()):
+        return func   # (no private exchange: no copy)
+    out = copy_func(func, ctx)
+    trailing, exchanges = exchanges_of(out)
+    drop_redundant(out, trailing)
+    batch(out, exchanges)
+    fenceless(out)
+    return out
+
+
+def exchanges_of(func: ir.FuncOp) -> Tuple[Dict[Op, Value], List[Tuple[List[Op], Op]]]:
+    """The private exchanges, read from their barriers' ``exchange`` marks: (closing barrier -> the
+    matrix it guards, [(the exchange's stores, its opening barrier)] in program order). The loads
+    between an opening and a closing barrier name the matrix; its stores are those since the
+    barrier before the opening one."""
+    trailing: Dict[Op, Value] = {}
+    exchanges: List[Tuple[List[Op], Op]] = []
+    for block in _blocks(func):
+        since, opened = 0, None
+        for i, op in enumerate(block.ops):
+            if not isinstance(op, ir.BarrierOp):
+                continue
+            mark = op.attrs.get("exchange")
+            if mark == "open":
+                opened = i
+                first_stores = since
+            elif mark == "close" and opened is not None:
+                mems = {o.operands[0] for o in block.ops[opened + 1:i] if isinstance(o, ir.LoadMatrixOp)}
+                if len(mems) == 1:
+                    mem = mems.pop()
+                    trailing[op] = mem
+                    exchanges.append(([o for o in block.ops[first_stores:opened]
+                                       if isinstance(o, ir.StoreMatrixOp) and o.operands[1] is mem],
+                                      block.ops[opened]))
+                opened = None
+            since = i + 1
+    return trailing, exchanges
+
+
+def _blocks(func: ir.FuncOp) -> List[Block]:
+    return [func.body] + [r for o in func.walk() for r in o.regions]
 
 
 def _touch(op: Op):

@@ -15,12 +15,10 @@ import itertools
 from typing import Dict, List, Optional, Tuple
 
 from .. import ir
-from ..ir import types as T
 from ..ir.core import Op, Value
-from ..ir.layout import Layout, SliceLayout, sg_splits
+from ..ir.layout import Layout, sg_splits
 from ..ir.types import MemDescType, TensorDescType, VectorType
 from .distribute import Split, Splitter, combine_kind
-from . import slm_barriers
 from .rewrite import PassError
 
 
@@ -36,15 +34,6 @@ class WgToSg(Splitter):
         self._coords: Dict[tuple, List[Value]] = {}
         self._bases: Dict[tuple, Value] = {}
         self._owners: Dict[tuple, Optional[Value]] = {}
-        self.trailing: Dict[Op, Value] = {}  # exchange's second barrier -> the SLM matrix only it writes
-        self.exchanges: List[Tuple[List[Op], Op]] = []  # (stores, first barrier) of those
-
-    def run(self, func: ir.FuncOp) -> ir.FuncOp:
-        out = super().run(func)
-        slm_barriers.drop_redundant(out, self.trailing)
-        slm_barriers.batch(out, self.exchanges)
-        slm_barriers.fenceless(out)
-        return out
 
     # ---- subgroup coordinates (computed once, in the function's entry) ---------------------------
     def sg_id(self) -> Value:
@@ -183,12 +172,13 @@ class WgToSg(Splitter):
 
     def through_slm(self, op: Op, src: Value, res: Value, mem: Value, private: bool = False):
         """Every subgroup stores its pieces of ``src`` into ``mem``, a barrier, loads its pieces of
-        ``res``, a barrier (the matrix may then be written again; when only this exchange writes
-        ``mem`` (``private``), ``slm_barriers`` may drop that barrier or share the first one with
-        the next exchange in a loop)."""
+        ``res``, a barrier (the matrix may then be written again). When only this exchange writes
+        ``mem`` (``private``), its barriers say so (``exchange = "open"`` / ``"close"``): pass
+        ``slm-barriers`` may then drop the second one or share the first with the next exchange in a
+        loop."""
         ss, rs = self._split_of(src, op), self._split_of(res, op)
-        stores = [self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
-                  for i, p in enumerate(self.all(src))]
+        for i, p in enumerate(self.all(src)):
+            self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
         first = self.b.create(ir.BarrierOp)
         first.attrs["memory"] = "local"  # only SLM crosses: no global fence
         out = [self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in self.origin(rs, i)], rs.piece_type)
@@ -196,8 +186,7 @@ class WgToSg(Splitter):
         bar = self.b.create(ir.BarrierOp)
         bar.attrs["memory"] = "local"
         if private:
-            self.trailing[bar] = mem
-            self.exchanges.append((stores, first))
+            first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
         return [out]
 
 

@@ -11,12 +11,10 @@ stays element-wise. HARDWARE.md lists the spellings IGC 12504 maps to ``load.slm
 """
 from __future__ import annotations
 
-import math
 from typing import List, Optional, Sequence, Tuple
 
 from llvmlite import ir as ll
 
-from ...ir.layout import lane_base, lane_slot_offsets
 from .ocl import I8, I16, I32
 
 # element bits -> (name suffix, Itanium mangling of the unsigned element); 64-bit data needs
@@ -28,27 +26,12 @@ ALIGN_BYTES = 16             # cl_intel_subgroups: block writes need 16-byte ali
 LOCAL, GLOBAL = 3, 1
 
 
-def lane_offsets(tile, sg: int, linear) -> Optional[List[List[int]]]:
-    """Per lane (0..sg-1), per slot: ``linear(coords)`` of the element it holds in ``tile``
-    (coordinates relative to the tile's origin). None when the tile has fewer lanes than ``sg``."""
-    lay = tile.layout
-    root = lay.root
-    if root.lane_layout is None or math.prod(root.lane_layout) != sg:
-        return None
-    offs = lane_slot_offsets(lay, tile.shape)
-    out = []
-    for lane in range(sg):
-        base = lane_base(lay, tile.shape, lane)
-        out.append([linear(tuple(b + o for b, o in zip(base, so))) for so in offs])
-    return out
-
-
 def plan(rel: Sequence[Sequence[int]], sg: int, bits: int) -> Optional[List[Tuple[Tuple[int, ...], int]]]:
     """Messages ``(slots, element offset)`` covering every slot once, or None when some slot is
     not ``sg`` consecutive elements in lane order or a message's start is not ``ALIGN_BYTES``
     aligned. A message's rows are slots whose offsets follow each other by ``sg`` (any slot
     order: a row-major tile in a @block matrix reads a whole block per message).
-    ``rel[lane][slot]`` is the element offset of the slot (see ``lane_offsets``)."""
+    ``rel[lane][slot]`` is the element offset of the slot (see ``messages.lane_offsets``)."""
     if bits not in _SUFFIX or rel is None:
         return None
     first = rel[0]

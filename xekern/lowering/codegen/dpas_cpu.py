@@ -10,6 +10,7 @@ from typing import Dict, Tuple
 from ... import ir
 from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
 from ...ir.types import DType, VectorType
+from ..emitter_decisions import loaded_as_is
 from ..rewrite import PassError
 from .arith import sub_group_shuffle, widen
 from .core import CodeGen, NdDesc, mem_type
@@ -17,39 +18,6 @@ from .cpu_tiles import TileAccess, lane_columns, uniform
 from .memory import lane_base, load_elem, zero
 from .nd_elementwise import block_shift, branch_values, nd_origin
 from .ocl import F32, I32
-
-
-def fused_loads(func: ir.FuncOp) -> set:
-    """Loads whose every use is a DPAS that reads its operands from memory itself (the CPU device's
-    ``fused_dpas_loads``): their register copies are never needed, so they are not built."""
-    uses = {v: [o for o, _ in readers] for v, readers in ir.users(func).items()}
-    fused = set()
-    for o in func.walk():
-        if not isinstance(o, ir.LoadNdOp) or len(o.tdesc.type.shape) != 2:
-            continue
-        ok = True
-        for r in o.results:
-            for u in uses.get(r, []):
-                if not (isinstance(u, ir.DpasOp) and loaded_as_is(u, 0) and loaded_as_is(u, 1)
-                        and r in u.operands[:2] and u.attrs["tiles"][-1].layout.lane_data == (1, 1)):
-                    ok = False
-        if ok and any(uses.get(r) for r in o.results):
-            fused.add(o)
-    return fused
-
-
-def loaded_as_is(dpas: ir.DpasOp, i: int) -> bool:
-    """Whether DPAS operand ``i`` is the result of a 2-D load in the very tile the DPAS reads. A
-    transpose between them (``xl.dot(a, b.T)``) is free at lane level and leaves no op behind,
-    only the load's own tile (``lane_layout = [16, 1]`` where DPAS reads ``[1, 16]``): reading
-    such an operand from memory at the DPAS's coordinates would read it untransposed."""
-    v = dpas.operands[i]
-    load = v.op
-    if not isinstance(load, ir.LoadNdOp):
-        return False
-    tiles = load.attrs.get("tiles", ())
-    k = list(load.results).index(v)
-    return k < len(tiles) and tiles[k] == dpas.attrs["tiles"][i]
 
 
 def _owners(tile: VectorType, sg: int) -> Dict[Tuple[int, ...], Tuple[int, int]]:

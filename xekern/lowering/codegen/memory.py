@@ -2,15 +2,12 @@
 slots are, in a tile or in an SLM matrix (@block / @strides layouts)."""
 from __future__ import annotations
 
-import functools
-import math
-from typing import List, Sequence
+from typing import List
 
 from llvmlite import ir as ll
 
 from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType
-from ...ir.terms import known_multiple
 from .core import CodeGen, ll_type, mem_type
 from .ocl import I1, I8, I32
 
@@ -80,24 +77,3 @@ def slot_coords(cg: CodeGen, tile: VectorType, offsets: List) -> List[List]:
     starts = [cg.b.add(o, bv) for o, bv in zip(offsets, base)]
     return [[cg.b.add(s, cg.i32(x)) if x else s for s, x in zip(starts, so)]
             for so in lane_slot_offsets(tile.layout, tile.shape)]
-
-
-def origin_multiple_of(m: MemDescType, offsets) -> int:
-    """A number the element offset of the origin ``offsets`` (IR values) is a multiple of, or 0
-    when the blocked layout's offset is not linear there (an origin inside a block)."""
-    return origin_multiple(m, [known_multiple(v) for v in offsets])
-
-
-def origin_multiple(m: MemDescType, mult: Sequence[int]) -> int:
-    """``origin_multiple_of`` an origin whose coordinates are multiples of ``mult``."""
-    if m.block is None:
-        strides = m.strides if m.strides is not None else m.row_major_strides
-        return functools.reduce(math.gcd, (k * s for k, s in zip(mult, strides)))
-    if any(k % b for k, b in zip(mult, m.block)):
-        return 0
-    radix, acc = [], 1
-    for n in reversed([s // b for s, b in zip(m.shape, m.block)]):
-        radix.append(acc)
-        acc *= n
-    bsize = math.prod(m.block)
-    return functools.reduce(math.gcd, (k // b * r * bsize for k, b, r in zip(mult, m.block, reversed(radix))))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ... import ir
 from .block2d import new_descriptor, surface_holds
 from .core import CodeGen, NdDesc, rule
-from .dpas_cpu import dpas_emulated, fused_loads
+from .dpas_cpu import dpas_emulated
 from .nd_elementwise import load_elementwise, store_elementwise
 
 TABLE = "cpu"
@@ -29,7 +29,7 @@ def _create_nd(cg: CodeGen, op: ir.CreateNdTDescOp):
 
 @rule(ir.LoadNdOp, table=TABLE)
 def _load_nd(cg: CodeGen, op: ir.LoadNdOp):
-    if op in cg.analysis("fused_loads", lambda: fused_loads(cg.func)):
+    if op.attrs.get("fused"):  # (emitter-decisions)
         return [[] for _ in op.results]  # read again, element by element, by the DPAS that uses it
     return load_elementwise(cg, op, cg.get(op.tdesc))
 

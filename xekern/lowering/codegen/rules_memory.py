@@ -12,7 +12,8 @@ from ...ir.types import DType, MemDescType, elem_of
 from ..rewrite import PassError
 from . import block_io, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
-from .memory import load_elem, origin_multiple_of, slm_offset, slot_coords, store_elem, zero
+from ..messages import lane_offsets, origin_multiple_of
+from .memory import load_elem, slm_offset, slot_coords, store_elem, zero
 from .ocl import I1, I8, I32, I64
 
 
@@ -165,7 +166,7 @@ def _block_io_runs(cg: CodeGen, op, m: MemDescType, offsets, tile):
         why = "a scalar is not a sub-group block"
     else:
         lead = len(offsets) - tile.rank
-        rel = block_io.lane_offsets(tile, sg, lambda c: m.offset((0,) * lead + c))
+        rel = lane_offsets(tile, sg, lambda c: m.offset((0,) * lead + c))
         runs, g = block_io.plan(rel, sg, m.elem.bits), 1
         for wide in (2, 4):  # sub-32-bit slots that lanes hold in pairs / quads: one wider element each
             if runs is None and m.elem.bits * wide <= 32 and not m.elem.is_bool:
@@ -245,7 +246,7 @@ def _wide_groups(cg: CodeGen, m: MemDescType, offsets, tile, max_bytes: int):
     if tile is None or m.elem.is_bool or m.elem.bits > 32:
         return None
     lead = len(offsets) - tile.rank
-    rel = block_io.lane_offsets(tile, cg.target.sg_size, lambda c: m.offset((0,) * lead + c))
+    rel = lane_offsets(tile, cg.target.sg_size, lambda c: m.offset((0,) * lead + c))
     origin = origin_multiple_of(m, offsets) * m.elem.itemsize
     if rel is None or origin == 0:
         return None

@@ -5,14 +5,11 @@ A transposed DPAS A operand comes back from SLM (``slm-transpose``) as fragment-
 (``load.slm.d32x64t``; an ``intel_sub_group_block_read8`` is two of them) and copies each
 message's address into a payload register of its own inside the K loop: two instructions per
 fragment. Blocking puts fragments that lie side by side in the tile and one after another in the
-matrix (``contiguous``) into one multi-result ``load_matrix`` (``Blocking.rule_load_matrix``);
+matrix (``messages.slm_contiguous``) into one multi-result ``load_matrix`` (pass
+``merge-block-messages``);
 here that becomes one ``load.slm.d64x64t`` of up to 64 qwords into a named register, its address
 in a payload register set before the loop when it does not move in it: one instruction per
 512 bytes on pvc. Inline-vISA DPAS names the pieces in the register (``VecSlots.message``).
-
-A transposed (SIMT1) read puts memory into registers byte for byte: a piece fits when each lane's
-slots lie in memory where a sub-group block read would put them in registers (slot ``s`` of lane
-``l``, ``g`` slots per lane and row: ``(s // g) * sg * g + l * g + s % g``).
 """
 from __future__ import annotations
 
@@ -22,10 +19,9 @@ from typing import List, Sequence
 from llvmlite import ir as ll
 
 from ...ir.layout import lane_slot_offsets
-from ...ir.types import MemDescType, VectorType
 from ..emitters import slm_read_bytes
+from ..messages import LSC_VECTOR_SIZES
 from ..rewrite import PassError
-from . import block_io
 from .block2d import named_piece
 from .core import CodeGen, NamedRegister, SlmMatrix, VecSlots
 from .memory import slm_offset
@@ -37,33 +33,10 @@ _SFID_SLM = 14  # LSC's shared local memory port (IGA: send.slm)
 # (opcode 0), flat a32 addresses (2 << 7), data size (d32 2, d64 3) << 9, vector size << 12,
 # transposed (1 << 15), response registers << 20, one payload register (1 << 25)
 _A32, _TRANSPOSE, _ONE_PAYLOAD_GRF = 2 << 7, 1 << 15, 1 << 25
-_VECTOR_SIZE = {1: 0, 2: 1, 3: 2, 4: 3, 8: 4, 16: 5, 32: 6, 64: 7}
-_ALIGN = 8  # a d64 message's address
-
-
-def contiguous(m: MemDescType, piece: VectorType, count: int, origin_multiple: int, sg: int) -> bool:
-    """Whether ``count`` tiles ``piece`` side by side along the last axis, the first at an origin
-    whose element offset is a multiple of ``origin_multiple`` (0: not linear there), are one run
-    of memory in sub-group block order (see the module's docstring) that one message reads."""
-    nbytes = count * prod(piece.shape) * m.elem.itemsize
-    if origin_multiple == 0 or origin_multiple * m.elem.itemsize % _ALIGN or nbytes % 8 or \
-            nbytes // 8 not in _VECTOR_SIZE or piece.layout is None or piece.layout.lane_data is None:
-        return False
-    g = piece.layout.lane_data[-1]
-    lead = len(m.shape) - piece.rank
-    size, w = prod(piece.shape), piece.shape[-1]
-    for j in range(count):
-        rel = block_io.lane_offsets(piece, sg, lambda c: m.offset((0,) * lead + c[:-1] + (c[-1] + j * w,)))
-        if rel is None:
-            return False
-        for lane, offs in enumerate(rel):
-            if offs != [j * size + s // g * sg * g + lane * g + s % g for s in range(len(offs))]:
-                return False
-    return True
 
 
 def load(cg: CodeGen, op, mat: SlmMatrix, offsets: Sequence) -> List[VecSlots]:
-    """The pieces of a multi-result ``load_matrix`` (``contiguous``) at ``offsets`` (LLVM i32)."""
+    """The pieces of a multi-result ``load_matrix`` (``messages.slm_contiguous``) at ``offsets`` (LLVM i32)."""
     tiles = op.attrs["tiles"]
     t = mat.type.elem
     lanes, grf = cg.target.sg_size, cg.target.grf_bytes
@@ -89,7 +62,7 @@ def load(cg: CodeGen, op, mat: SlmMatrix, offsets: Sequence) -> List[VecSlots]:
     else:
         cg.asm(ll.VoidType(), set_address, "rw", [pointer(addr)])
     cg.cached("slm read visible", lambda: _visible_read(cg, mat))
-    desc = (_A32 | 3 << 9 | _VECTOR_SIZE[nbytes // 8] << 12 | _TRANSPOSE | nbytes // grf << 20 | _ONE_PAYLOAD_GRF)
+    desc = (_A32 | 3 << 9 | LSC_VECTOR_SIZES[nbytes // 8] << 12 | _TRANSPOSE | nbytes // grf << 20 | _ONE_PAYLOAD_GRF)
     send = cg.asm(ll.VoidType(), f"raw_sends.{_SFID_SLM}.1.0.{nbytes // grf} (M1_NM, 1) 0x0:ud 0x{desc:x}:ud "
                                  f"XKSLA{n}.0 %null.0 {reg.name}.0", "", [])
     out, at = [], 0

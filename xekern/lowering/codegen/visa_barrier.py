@@ -16,7 +16,6 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from .core import CodeGen
-from .lsc import raw_bits
 
 _SFID_SLM, _SFID_GATEWAY = 14, 3
 _FENCE_SLM_GROUP = 0x0210011F   # fence.slm.none.group: one payload register (r0), one answer register
@@ -24,9 +23,10 @@ _SIGNAL_BARRIER = 0x02000004    # gateway: signal barrier, one payload register
 
 
 def applies(cg: CodeGen, op) -> bool:
-    """Whether ``op`` (a ``gpu.barrier``) is written here: it orders SLM only, in a counted loop
-    (where the saving repeats; elsewhere IGC's own barrier stays), with raw reads on (``lsc.raw_bits``)."""
-    return op.attrs.get("memory") == "local" and bool(cg.loops) and bool(raw_bits(cg))
+    """Whether ``op`` (a ``gpu.barrier``) is written here: pass ``emitter-decisions`` marked it
+    (``flavour = "visa"``: it orders SLM only, in a counted loop, where the saving repeats;
+    elsewhere IGC's own barrier stays)."""
+    return op.attrs.get("flavour") == "visa"
 
 
 def barrier(cg: CodeGen, fence: bool = True) -> None:

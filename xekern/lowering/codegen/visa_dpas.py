@@ -21,21 +21,17 @@ from llvmlite import ir as ll
 
 from ... import ir
 from ...ir.layout import lane_slot_offsets
+from ...ir.types import VectorType
+from .. import emitters
+from ..emitters import VISA_DPAS_PRECISION
 from .control import as_vector
 from .core import CodeGen, NamedRegister, lazy_slots
 from .dpas_builtin import pack
-from .lsc import raw_bits
 from .memory import zero
 
-# vISA's operand precisions (IGC 12504's own DPAS, read back from its vISA dumps)
-PRECISION = {"bf16": "bf", "f16": "hf", "i8": "s8", "ui8": "u8"}
-
-
 def inline_dpas(cg: CodeGen, op: ir.DpasOp) -> bool:
-    """Whether the visa emitter writes this DPAS as inline vISA: its raw block reads are on
-    (workgroup-level kernels, ``lsc.raw_bits``) and vISA has the operand type's precision (tf32
-    stays IGC's builtin: IGC splits A's registers into 16-bit halves before its ``dpas.tf32``)."""
-    return bool(raw_bits(cg)) and op.attrs["tiles"][0].elem.name in PRECISION
+    """Whether the visa emitter writes this DPAS as inline vISA (``emitters.inline_dpas``)."""
+    return emitters.inline_dpas(cg.emitter, cg.options.level, op.attrs["tiles"][0].elem.name)
 
 
 @dataclass
@@ -73,29 +69,15 @@ class Accumulator:
 
 
 def loop_accumulators(cg: CodeGen, op: ir.ForOp) -> Dict[int, Accumulator]:
-    """The loop's carried values (by index) that are DPAS accumulators only: the iteration's value
-    goes through a chain of inline-vISA DPAS ops in the loop body itself (each one's result used
-    by the next one alone) and the chain's end is yielded and used nowhere else in the loop."""
-    uses = {v: [o for o, _ in readers] for v, readers in ir.users(op).items()}
-    top = set(op.body.ops)
-    yield_op = op.body.ops[-1]
+    """The loop's carried values (by index) that pass ``emitter-decisions`` found to be inline-vISA
+    DPAS accumulators only (``accumulators``), each a named register of one lane's slots."""
     out = {}
-    for i, (arg, end) in enumerate(zip(op.iter_args, yield_op.operands)):
-        v, tc = arg, None
-        while v is not end:
-            us = uses.get(v, [])
-            d = us[0] if len(us) == 1 else None
-            if not (isinstance(d, ir.DpasOp) and d in top and len(d.operands) > 2 and d.operands[2] is v
-                    and v not in d.operands[:2] and inline_dpas(cg, d)):
-                break
-            tc = d.attrs["tiles"][-1]
-            v = d.results[0]
-        if v is end and tc is not None and uses.get(end) == [yield_op] and \
-                list(yield_op.operands).count(end) == 1:
-            n = len(lane_slot_offsets(tc.layout, tc.shape))
-            elem = ll.FloatType() if tc.elem.is_floating else ll.IntType(32)
-            cg.visa_registers += 1
-            out[i] = Accumulator(f"XKACC{cg.visa_registers}", ll.VectorType(elem, n))
+    for i in op.attrs.get("accumulators", ()):
+        t = op.iter_args[i].type
+        n = t.shape[0] if isinstance(t, VectorType) else 1
+        elem = ll.FloatType() if t.elem.is_floating else ll.IntType(32)
+        cg.visa_registers += 1
+        out[i] = Accumulator(f"XKACC{cg.visa_registers}", ll.VectorType(elem, n))
     return out
 
 
@@ -121,7 +103,7 @@ def dpas_visa(cg: CodeGen, op: ir.DpasOp):
     M = ta.shape[0]
     bvec, bref = _in_place(cg, bslots, lambda: pack(cg, bslots, max(1, 32 // ea.bits), ea.bits), region=False)
     avec, aref = _in_place(cg, a, lambda: pack(cg, a, len(a) // M, ea.bits), region=True)
-    p = PRECISION[ea.name]
+    p = VISA_DPAS_PRECISION[ea.name]
     acc = cg.get(op.operands[2]) if len(op.operands) > 2 else None
     args: List = []
     first = 0 if isinstance(acc, Accumulator) else 1  # $0 is the result when it is a value
