@@ -31,8 +31,10 @@ import xekern as xk
 from xekern import knobs
 from xekern.errors import XekernError
 from xekern.ir import types as T
+from xekern.lowering.pipeline import PASS_NAMES
 
-STAGES = ("xegpu", "surface-rules", "slm-transpose", "layout", "sg", "inst", "lane", "emitter", "llir", "llir_unoptimized", "spirv")
+# the frontend's IR, every pass's stage (in pipeline order), then codegen's
+STAGES = ("xegpu",) + PASS_NAMES + ("emitter", "llir", "llir_unoptimized", "spirv")
 EMITS = STAGES + ("isa", "spv")
 
 
@@ -279,7 +281,8 @@ def _write(text: str, output: Optional[str]) -> None:
 
 def cmd_compile(args) -> int:
     emits = [s.strip() for s in args.emit.split(",") if s.strip()]
-    if emits == ["all"]:
+    every = emits == ["all"]
+    if every:
         emits = list(STAGES)
     bad = [s for s in emits if s not in EMITS]
     if bad or not emits:
@@ -288,6 +291,13 @@ def cmd_compile(args) -> int:
     if "spv" in emits and (len(emits) > 1 or args.output in (None, "-")):
         raise UsageError("--emit spv writes the binary SPIR-V module: give it alone, with -o FILE.spv")
     c, target = compile_from_args(args)
+    if every:   # the stages this kernel went through (a subgroup- or lane-level kernel skips some passes)
+        emits = [s for s in STAGES if s in c.asm]
+    missing = [s for s in emits if s not in EMITS[len(STAGES):] and s not in c.asm]
+    if missing:
+        have = ", ".join(s for s in STAGES if s in c.asm)
+        raise UsageError(f"--emit {args.emit}: kernel {c.name} has no stage {', '.join(missing)} (its level "
+                         f"starts below it); its stages: {have}")
     if emits == ["spv"]:
         try:
             with open(args.output, "wb") as f:
