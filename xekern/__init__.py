@@ -5,8 +5,7 @@ tiles (``import xekern.language as xl``). They compile through XeGPU-level IR wi
 IR (llvmlite) and SPIR-V, and run through dpctl: on Intel GPUs with Level Zero, and anywhere
 on Intel's OpenCL CPU runtime.
 """
-__version__ = "0.1.0"
-
+from .version import __version__
 from . import knobs  # noqa: E402
 from .lowering import llvm as _llvm  # noqa: E402
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import __version__, knobs
+from .. import knobs
 from ..errors import CompilationError, EmitterWarning, LaunchError
 from ..frontend.generator import MULTIPLES, ConstArg
 from ..ir import types as T
@@ -33,6 +33,7 @@ from ..frontend.generator import compile_to_ir
 from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
 from ..lowering.surface_rules import surface_checks
 from ..targets import Target, get_target
+from ..version import __version__
 from . import arrays, device as dev, dlpack, driver_probe, extents, surfaces, writes
 from .cache import compiler_fingerprint, disk_cache, stats
 
