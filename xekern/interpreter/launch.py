@@ -21,7 +21,8 @@ from ..ir.types import DType, PointerType
 from ..runtime import arrays
 from ..runtime import device as dev
 from ..runtime.jit import Launch, _check_grid
-from ..runtime.writes import check as check_writes, written_params
+from ..runtime.writes import check as check_writes
+from ..lowering.launch_facts import written_params
 from . import numerics as N
 from .core import Plan, Program
 from .debug import active_hooks

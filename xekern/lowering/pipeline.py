@@ -23,6 +23,7 @@ from ..targets import Target
 from ..frontend import compile_to_ir
 from . import blocking, capabilities, propagate_layout, sg_to_lane, slm_transpose, surface_rules, wg_to_sg
 from .grf import choose_grf_mode
+from .launch_facts import descriptor_extents, written_params
 from .spirv_asm import lower_asm_calls
 from . import emitters, llvm as llvm_stage
 from .codegen import (rules_arith, rules_block, rules_cpu, rules_debug, rules_igc, rules_memory,  # noqa: F401
@@ -119,9 +120,9 @@ class Compiled:
     sg_size: int
     slm_bytes: int
     timings: Dict[str, float] = field(default_factory=dict)
-    extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
+    extents: list = field(default_factory=list)  # descriptor extents checked at launch (lowering/launch_facts.py)
     grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
-    writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (runtime/writes.py)
+    writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (lowering/launch_facts.py)
     emitter: Optional[Emitter] = None  # how its code was emitted (lowering/emitters.py)
     surfaces: list = field(default_factory=list)  # surface checks a launch answers (lowering/surface_rules.py)
 
@@ -231,8 +232,6 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     except PassError as e:  # the subgroup-level layouts or lane-level checks of the frontend; capabilities
         raise _fail(None, "xegpu", e) from e
     timings["frontend"] = time.perf_counter() - t0
-    from ..runtime.extents import descriptor_extents
-    from ..runtime.writes import written_params
     extents = descriptor_extents(func)  # before the passes rewrite the function
     checks, _ = surface_rules.surface_checks(func, options.target)
     _drop_breakpoints(func)
