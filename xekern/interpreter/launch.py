@@ -20,7 +20,7 @@ from ..ir.core import IRError
 from ..ir.types import DType, PointerType
 from ..runtime import arrays
 from ..runtime import device as dev
-from ..runtime.jit import Launch, _check_grid
+from ..runtime.launch import Launch, check_grid
 from ..runtime.writes import check as check_writes
 from ..lowering.launch_facts import written_params
 from . import numerics as N
@@ -202,7 +202,7 @@ def interpret_launch(jit, grid, values_by_name: Dict[str, object], signature: Di
     """Run ``jit``'s workgroup IR for every program of ``grid`` on the host; returns a ``Launch``
     (``event`` None, ``kernel.asm['xegpu']`` the IR that ran)."""
     kernel = kernel_for(jit, signature, options)
-    g = _check_grid(grid, values_by_name)
+    g = check_grid(grid, values_by_name)
     jit.last = kernel
     run(kernel, g, values_by_name, options.num_subgroups)
     return Launch(kernel, None)
@@ -212,7 +212,7 @@ def run_function(func: ir.FuncOp, grid, args: Dict[str, object], num_subgroups: 
     """Interpret a workgroup-level IR function directly (``args`` by argument name, as for a launch);
     for tests of IR built by hand. ``grid`` is a tuple of 1 to 3 positive ints."""
     kernel = InterpretedKernel(func)
-    run(kernel, _check_grid(tuple(grid), args), args, num_subgroups)
+    run(kernel, check_grid(tuple(grid), args), args, num_subgroups)
     return kernel
 
 

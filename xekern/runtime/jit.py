@@ -35,6 +35,7 @@ from ..lowering.surface_rules import surface_checks
 from ..targets import Target, get_target
 from ..version import __version__
 from . import arrays, device as dev, dlpack, driver_probe, extents, surfaces, writes
+from .launch import Launch, check_grid
 from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
@@ -44,18 +45,6 @@ _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-
-def cdiv(x: int, y: int) -> int:
-    """Ceiling division: ``xk.cdiv(n, BLOCK)`` workgroups cover ``n`` elements."""
-    return -(-x // y)
-
-
-def next_power_of_2(n: int) -> int:
-    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), like ``triton.next_power_of_2``:
-    ``BLOCK_SIZE = xk.next_power_of_2(n_cols)``."""
-    n = int(n)
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 class Param:
@@ -126,32 +115,6 @@ class CompiledKernel:
             self._kernels[id(queue)] = (k, queue)  # the queue is kept alive, so its id stays unique
             return k
         return k[0]
-
-
-class Launch:
-    """What ``kernel[grid](...)`` returns: the SYCL ``event`` and the compiled ``kernel``."""
-
-    __slots__ = ("kernel", "event")
-
-    def __init__(self, kernel: CompiledKernel, event):
-        self.kernel = kernel
-        self.event = event
-
-    @property
-    def asm(self) -> Asm:
-        return self.kernel.asm
-
-    def wait(self) -> "Launch":
-        if self.event is not None:
-            self.event.wait()
-        return self
-
-    @property
-    def elapsed_ns(self) -> int:
-        """Device time of the kernel from SYCL event profiling."""
-        self.wait()
-        p = self.event.profiling_info_end - self.event.profiling_info_start
-        return int(p)
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -370,30 +333,6 @@ def _host_dlpack(params, values: list) -> list:
             out = list(values)
         out[i] = a
     return values if out is None else out
-
-
-def _check_grid(grid, meta) -> Tuple[int, ...]:
-    if type(grid) is tuple and all(type(g) is int and 0 < g <= _I32_MAX for g in grid) and 1 <= len(grid) <= 3:
-        return grid
-    if callable(grid):
-        grid = grid(meta)
-    if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
-        grid = (grid,)
-    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise LaunchError(f"the grid must be a tuple of 1 to 3 positive integers (or a function of the meta-"
-                          f"parameters returning one), got {grid!r}")
-    out = []
-    for g in grid:
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
-            raise LaunchError(f"grid dimensions must be integers, got {g!r} in {tuple(grid)!r}")
-        g = int(g)
-        if g <= 0:
-            raise LaunchError(f"grid {tuple(grid)!r} is empty or negative: every dimension must be >= 1 "
-                              f"(skip the launch when there is no work)")
-        if g > _I32_MAX:
-            raise LaunchError(f"grid dimension {g} exceeds the limit of {_I32_MAX} workgroups")
-        out.append(g)
-    return tuple(out)
 
 
 # ---- the decorator ----------------------------------------------------------------------------
@@ -744,7 +683,7 @@ class JITFunction:
         return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
 
     def _submit(self, ck: CompiledKernel, grid, values: list, runtime, queue) -> Launch:
-        g = _check_grid(grid, values if type(grid) is tuple else self.named(values))
+        g = check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
         copies: List[_NumpyCopy] = []
         if ck.extents:
