@@ -13,7 +13,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from .. import ir
-from ..errors import CompilationError, LaunchError
+from ..errors import LaunchError, stage_error
 from ..frontend import compile_to_ir
 from ..frontend.generator import ConstArg
 from ..ir.core import IRError
@@ -86,12 +86,7 @@ def kernel_for(jit, signature: Dict[str, object], options) -> InterpretedKernel:
         try:
             ir.verify_func(func)
         except IRError as e:
-            loc = getattr(e.op, "loc", None)
-            if loc is None:
-                raise CompilationError(f"xegpu: {e}") from e
-            import linecache
-            raise CompilationError(f"xegpu: {e}", loc.file, loc.line, loc.col,
-                                   linecache.getline(loc.file, loc.line) or None, loc.func) from e
+            raise stage_error("xegpu", e) from e
         k = table[key] = InterpretedKernel(func, options.workgroup_size)
     return k
 

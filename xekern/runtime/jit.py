@@ -30,7 +30,8 @@ from ..language.core import constexpr
 from ..lowering import emitters
 from ..lowering.emitters import Driver
 from ..frontend.generator import compile_to_ir
-from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
+from ..compiler import compile_kernel
+from ..lowering.pipeline import Asm, Compiled, Options
 from ..lowering.surface_rules import surface_checks
 from ..targets import Target, get_target
 from ..version import __version__
