@@ -23,7 +23,8 @@ from .ir.layout import Layout, SliceLayout  # noqa: E402
 from .ir.types import PointerType  # noqa: E402
 from .runtime.arrays import DeviceArray, empty, to_device  # noqa: E402
 from .runtime.device import device_properties, synchronize, target_for  # noqa: E402
-from .runtime.jit import CompiledKernel, JITFunction, jit  # noqa: E402
+from .runtime.jit import CompiledKernel, JITFunction  # noqa: E402
+from .decorator import jit  # noqa: E402
 from .runtime.launch import Launch, cdiv, next_power_of_2  # noqa: E402
 from .runtime.allocator import set_allocator  # noqa: E402
 from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402

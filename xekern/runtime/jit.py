@@ -1,4 +1,5 @@
-"""``@xk.jit``: binding launch arguments, specializing, caching, and launching kernels.
+"""``JITFunction``, what ``@xk.jit`` makes of a kernel: binding launch arguments, specializing, caching,
+and launching kernels.
 
 ``kernel[grid](*args, **constexprs, num_subgroups=, queue=, device=, target=)`` binds the
 arguments, computes the specialization key (argument dtypes, ints 32/64-bit and divisible by
@@ -336,15 +337,17 @@ def _host_dlpack(params, values: list) -> list:
     return values if out is None else out
 
 
-# ---- the decorator ----------------------------------------------------------------------------
+# ---- the kernel -------------------------------------------------------------------------------
 
 class JITFunction:
-    """A kernel. ``kernel[grid](*args)`` launches it; other ``@xk.jit`` functions call it inline."""
+    """A kernel. ``kernel[grid](*args)`` compiles it for the launch's device and launches it there;
+    other ``@xk.jit`` functions call it inline. (``@xk.jit`` makes one: ``xekern/decorator.py``.)"""
 
     __xekern_jit__ = True
+    interpret = False  # compiled for a device (the interpreter's kernels: interpreter/function.py)
 
     def __init__(self, fn, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-                 interpret: Optional[bool] = None, level: str = "workgroup"):
+                 level: str = "workgroup"):
         self.fn = fn
         if level not in LEVELS:
             raise CompilationError(f"kernel '{fn.__name__}': level={level!r} is not one of "
@@ -359,12 +362,6 @@ class JITFunction:
         # like Triton, the environment's knobs are read when the kernel is decorated
         self.debug = knobs.debug() if debug is None else bool(debug)
         self.target = target
-        self.interpret = knobs.interpret() if interpret is None else bool(interpret)
-        if self.interpret and self.level != "wg":
-            if interpret:
-                raise CompilationError(f"kernel '{fn.__name__}': the interpreter runs workgroup-level kernels "
-                                       f"only, not level={level!r}")
-            self.interpret = False  # XEKERN_INTERPRET applies to workgroup-level kernels; this one compiles
         sig = inspect.signature(fn)
         self.params = [Param(p, i) for i, p in enumerate(sig.parameters.values())]
         self.by_name = {p.name: p for p in self.params}
@@ -598,13 +595,21 @@ class JITFunction:
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
-    def run(self, grid, args, kwargs):
-        overrides = _NO_OVERRIDES
+    def launch_options(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """Take a launch's options (``num_subgroups=``, ``queue=``, ``target=``, ...: ``LAUNCH_OPTIONS``)
+        out of its keyword arguments; a kernel parameter of the same name stays an argument."""
         if kwargs and not _OPTION_SET.isdisjoint(kwargs):
-            overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = _host_dlpack(self.params, self.bind(args, kwargs))
-        if self.interpret:
-            return self._interpret(grid, values, overrides)
+            return {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
+        return _NO_OVERRIDES
+
+    def arguments(self, args, kwargs) -> list:
+        """A launch's argument values in parameter order: defaults filled in, arrays that only speak
+        DLPack taken as NumPy views (host) or zero-copy (oneAPI devices)."""
+        return _host_dlpack(self.params, self.bind(args, kwargs))
+
+    def run(self, grid, args, kwargs):
+        overrides = self.launch_options(kwargs)
+        values = self.arguments(args, kwargs)
         queue = overrides.get("queue")
         if queue is None:
             queue = _queue_of(values) if overrides.get("device") is None else None
@@ -666,23 +671,6 @@ class JITFunction:
         self._plain.pop(id(queue), None)
         return self.queue_options(queue, overrides)[1]
 
-    def _interpret(self, grid, values: list, overrides: Dict[str, Any]) -> Launch:
-        """Run on the host with NumPy. No SYCL device is needed: the target is ``target=`` /
-        ``XEKERN_TARGET``, else the queue's device if one is given, else the ``cpu`` record; and
-        ``device_print`` / ``device_assert`` always run (as in Triton's interpreter)."""
-        from ..interpreter import interpret_launch
-        name = overrides.get("target") or self.target or knobs.target()
-        queue = overrides.get("queue")
-        if name is not None:
-            target = get_target(name) if isinstance(name, str) else name
-        elif queue is not None:
-            target = dev.target_for(queue.sycl_device)
-        else:
-            target = get_target("cpu")
-        options = self.options(dict(overrides, debug=True), target)
-        key, runtime = self.specialize(values, options)
-        return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
-
     def _submit(self, ck: CompiledKernel, grid, values: list, runtime, queue) -> Launch:
         g = check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
@@ -722,7 +710,7 @@ class JITFunction:
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching."""
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = _host_dlpack(self.params, self.bind(args, kwargs))
+        values = self.arguments(args, kwargs)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target, options = self.queue_options(queue, overrides)
         key, runtime = self.specialize(values, options)
@@ -737,9 +725,7 @@ class JITFunction:
         overrides = dict(overrides)
         if "queue" in kwargs and "queue" not in self.by_name:
             overrides["queue"] = kwargs.pop("queue")
-        values = _host_dlpack(self.params, self.bind(args, kwargs))
-        if self.interpret:
-            return self._interpret(grid, values, overrides)
+        values = self.arguments(args, kwargs)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target, options = self.queue_options(queue, overrides)
         got, runtime = self.specialize(values, options)
@@ -869,24 +855,3 @@ def _hash_module_refs(tree, modname, mod, h, seen) -> None:
             elif isinstance(v, (int, float, bool, str)) and not mod.__name__.startswith("xekern"):
                 h.update(f"{modname}.{n.attr}={v!r};".encode())
 
-
-def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-        interpret: Optional[bool] = None, level: str = "workgroup"):
-    """Decorate a kernel, written at workgroup level (the default: whole tiles, distributed by the
-    compiler), at ``level="subgroup"`` (tiles are one subgroup's data) or at ``level="lane"`` (scalars
-    of one work item); see docs/levels.md.
-
-    Example::
-
-        @xk.jit
-        def add(x_ptr, y_ptr, out_ptr, n, BLOCK: xl.constexpr):
-            offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
-            xl.store(out_ptr + offs, xl.load(x_ptr + offs, mask=offs < n) + xl.load(y_ptr + offs, mask=offs < n),
-                     mask=offs < n)
-
-        add[(xk.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-    """
-    def wrap(f):
-        return JITFunction(f, num_subgroups=num_subgroups, debug=debug, target=target, interpret=interpret,
-                           level=level)
-    return wrap(fn) if fn is not None else wrap
