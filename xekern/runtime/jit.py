@@ -25,7 +25,7 @@ import numpy as np
 from .. import knobs
 from ..errors import CompilationError, EmitterWarning, LaunchError
 from ..frontend.generator import MULTIPLES, ConstArg
-from ..ir import types as T
+from ..ir import FuncOp, print_func, types as T
 from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering import emitters
@@ -810,7 +810,7 @@ def _dumper(name: str):
     def dump(stage, text):
         if "all" not in stages and stage not in stages:
             return
-        text = str(text) if not hasattr(text, "attrs") else __import__("xekern").ir.print_func(text)
+        text = print_func(text) if isinstance(text, FuncOp) else str(text)
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
             with open(os.path.join(out_dir, f"{name}.{stage}.txt"), "w") as f:
