@@ -181,6 +181,32 @@ def test_all_reduce_errors():
     assert "@xk.jit function" in _compile_error(not_jit, o_ptr=xk.pointer(xl.int32))
 
 
+@xk.jit
+def three_way(a, b, c):
+    return a + b + c
+
+
+@xk.jit
+def bad_combine(a, b):
+    return a + xl.arange(0, 3)
+
+
+def test_a_combine_function_is_inlined_by_the_kernels_own_generator():
+    """Its errors name the all_reduce call it was inlined for (the call chain of the kernel's code
+    generator), as an error in any called @xk.jit function does."""
+    def wrong_arity(o_ptr):
+        xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), three_way))
+    assert "combine function three_way must take two values" in _compile_error(wrong_arity,
+                                                                                 o_ptr=xk.pointer(xl.int32))
+
+    def caller(o_ptr):
+        xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), bad_combine))
+    msg = _compile_error(caller, o_ptr=xk.pointer(xl.int32))
+    line = caller.__code__.co_firstlineno + 1
+    assert "in bad_combine:" in msg and "power of 2" in msg, msg
+    assert f"called from {__file__}:{line} in caller" in msg, msg
+
+
 @pytest.mark.parametrize("target", ["pvc", "dg2"])
 def test_all_reduce_compiles_for_gpus(target):
     from xekern.tools.isa import compile_isa
