@@ -40,7 +40,7 @@ import pytest  # noqa: E402
 
 from xekern.errors import XekernError  # noqa: E402
 from xekern.lowering import emitters  # noqa: E402
-from xekern.lowering.pipeline import compile_kernel  # noqa: E402
+from xekern.compiler import compile_kernel  # noqa: E402
 from xekern.runtime import jit as jitmod  # noqa: E402
 from xekern.targets import get_target  # noqa: E402
 from xekern.tools.isa import IsaError, compile_isa  # noqa: E402

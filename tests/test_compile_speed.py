@@ -22,7 +22,7 @@ import xekern.language as xl
 from xekern.frontend import source as S
 from xekern.lowering import llvm as L
 from xekern.lowering import llvm_worker as W
-from xekern.lowering import pipeline
+from xekern import compiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "examples", "gemm")]
@@ -60,8 +60,8 @@ def _clear_text_caches(module):
 def test_fast_llvm_ir_text_is_llvmlites(case, monkeypatch):
     kernel, sig, opts = CASES[case]
     seen = []
-    real = pipeline.generate
-    monkeypatch.setattr(pipeline, "generate", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    real = compiler.generate
+    monkeypatch.setattr(compiler, "generate", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
     c = kernel.compile_offline(sig, **opts)
     module = seen[0].module
     _clear_text_caches(module)

@@ -45,21 +45,19 @@ def _expected_print(x, n, block, programs):
     return sorted(out)
 
 
-def test_device_print_on_the_cpu_device(rng, capfd):
-    # 64 elements on 4 subgroups of 16 lanes: one element per work item, so each line prints once
+def test_device_print_prints_each_element_once(backend, rng, capfd):
+    """The same lines on the device (64 elements on 4 subgroups of 16 or 8 lanes: one or two
+    elements per work item, none replicated) and in the interpreter (which prints with or
+    without debug=True)."""
     x = rng.standard_normal(100).astype(np.float32)
     capfd.readouterr()
-    print_tile[(2,)](x, 100, BLOCK=64, debug=True)
+    backend.launch(print_tile, (2,), x, 100, BLOCK=64, debug=True)
     xk.synchronize()
     got = _lines(capfd.readouterr().out)
     assert got == _expected_print(x, 100, 64, 2)
-
-
-def test_the_interpreter_prints_the_same_lines(rng, capfd):
-    x = rng.standard_normal(100).astype(np.float32)
-    interp = xk.jit(print_tile.fn, interpret=True)
-    interp[(2,)](x, 100, BLOCK=64)
-    assert _lines(capfd.readouterr().out) == _expected_print(x, 100, 64, 2)
+    if backend.interpret:
+        backend.launch(print_tile, (2,), x, 100, BLOCK=64)
+        assert _lines(capfd.readouterr().out) == _expected_print(x, 100, 64, 2)
 
 
 def test_device_assert_reports_file_line_program_and_element(capfd):

@@ -9,9 +9,6 @@ import xekern.language as xl
 from conftest import CPU_TARGETS, poisoned
 from xekern.layouts import ownership
 
-SG = {"cpu": 16, "cpu8": 8}
-
-
 def layouts_for(sg):
     """Explicit 2-D layouts for 4 subgroups: plain, round-robin over rows, and lane_data > 1."""
     return [xl.Layout(sg_layout=[2, 2], sg_data=[8, 2 * sg], lane_layout=[2, sg // 2], lane_data=[1, 2],
@@ -48,27 +45,25 @@ def expected_ids(layout, shape, which):
     return out
 
 
-@pytest.mark.parametrize("target", CPU_TARGETS)
 @pytest.mark.parametrize("which", [0, 1, 2])
-@pytest.mark.parametrize("interpret", [False, True])
-def test_id_tiles_match_the_ownership_model(target, which, interpret):
-    sg = SG[target]
-    L = layouts_for(sg)[which]
-    BM, BN = 16, 8 * sg
-    sgs, lanes, sizes = poisoned((BM, BN), np.int32), poisoned((BM, BN), np.int32), poisoned(2, np.int32)
-    k = xk.jit(ids_2d.fn, interpret=True) if interpret else ids_2d
-    k[(1,)](sgs, lanes, sizes, BM=BM, BN=BN, LAYOUT=L, target=target)
-    np.testing.assert_array_equal(sgs, expected_ids(L, (BM, BN), "sg"))
-    np.testing.assert_array_equal(lanes, expected_ids(L, (BM, BN), "lane"))
-    np.testing.assert_array_equal(sizes, [4, sg])
+def test_id_tiles_match_the_ownership_model(backend, which):
+    # the interpreter takes either model's subgroup size from its target record: both are checked
+    for b in [backend.on(t) for t in CPU_TARGETS] if backend.interpret else [backend]:
+        sg = b.sg_size
+        L = layouts_for(sg)[which]
+        BM, BN = 16, 8 * sg
+        sgs, lanes, sizes = poisoned((BM, BN), np.int32), poisoned((BM, BN), np.int32), poisoned(2, np.int32)
+        b.launch(ids_2d, (1,), sgs, lanes, sizes, BM=BM, BN=BN, LAYOUT=L)
+        np.testing.assert_array_equal(sgs, expected_ids(L, (BM, BN), "sg"))
+        np.testing.assert_array_equal(lanes, expected_ids(L, (BM, BN), "lane"))
+        np.testing.assert_array_equal(sizes, [4, sg])
 
 
-@pytest.mark.parametrize("target", CPU_TARGETS)
-def test_id_tiles_with_the_default_layout(target):
-    sg = SG[target]
+def test_id_tiles_with_the_default_layout(backend):
+    sg = backend.sg_size
     BLOCK = 256
     sgs, lanes = poisoned(BLOCK, np.int32), poisoned(BLOCK, np.int32)
-    ids_1d[(1,)](sgs, lanes, BLOCK=BLOCK, target=target)
+    backend.launch(ids_1d, (1,), sgs, lanes, BLOCK=BLOCK)
     # the default 1-D layout: 4 subgroups x 64 contiguous elements, lanes round-robin within
     np.testing.assert_array_equal(sgs, np.arange(BLOCK) // 64 * 1000)
     np.testing.assert_array_equal(lanes, np.arange(BLOCK) % sg)
@@ -148,9 +143,8 @@ CASES = [(op, np.int32) for op in ("add", "mul", "min", "max", "and", "or", "xor
         [(op, np.float32) for op in ("add", "mul", "min", "max", "absmax")]
 
 
-@pytest.mark.parametrize("target", CPU_TARGETS + ["interpret"])
 @pytest.mark.parametrize("op,dtype", CASES, ids=[f"{o}-{np.dtype(d).name}" for o, d in CASES])
-def test_all_reduce(rng, target, op, dtype):
+def test_all_reduce(backend, rng, op, dtype):
     BM, BN, programs = 8, 32, 3
     if dtype == np.float32:
         x = (1 + 0.01 * rng.standard_normal((programs, BM, BN)) if op == "mul" else
@@ -159,10 +153,7 @@ def test_all_reduce(rng, target, op, dtype):
         x = rng.integers(-3 if op == "mul" else -(1 << 30), 4 if op == "mul" else 1 << 30,
                          (programs, BM, BN)).astype(np.int32)
     out = poisoned((programs, BM, BN), dtype)
-    if target == "interpret":
-        xk.jit(all_reduce_kernel.fn, interpret=True)[(programs,)](x, out, BM=BM, BN=BN, OP=op)
-    else:
-        all_reduce_kernel[(programs,)](x, out, BM=BM, BN=BN, OP=op, target=target)
+    backend.launch(all_reduce_kernel, (programs,), x, out, BM=BM, BN=BN, OP=op)
     want = np.array([NP_REDUCE[op](x[p].reshape(-1)) for p in range(programs)]).astype(dtype)
     want = np.broadcast_to(want[:, None, None], out.shape)
     if dtype == np.float32:
@@ -179,6 +170,32 @@ def test_all_reduce_errors():
     def not_jit(o_ptr):
         xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), max))
     assert "@xk.jit function" in _compile_error(not_jit, o_ptr=xk.pointer(xl.int32))
+
+
+@xk.jit
+def three_way(a, b, c):
+    return a + b + c
+
+
+@xk.jit
+def bad_combine(a, b):
+    return a + xl.arange(0, 3)
+
+
+def test_a_combine_function_is_inlined_by_the_kernels_own_generator():
+    """Its errors name the all_reduce call it was inlined for (the call chain of the kernel's code
+    generator), as an error in any called @xk.jit function does."""
+    def wrong_arity(o_ptr):
+        xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), three_way))
+    assert "combine function three_way must take two values" in _compile_error(wrong_arity,
+                                                                                 o_ptr=xk.pointer(xl.int32))
+
+    def caller(o_ptr):
+        xl.store(o_ptr, xl.all_reduce(xl.arange(0, 16), bad_combine))
+    msg = _compile_error(caller, o_ptr=xk.pointer(xl.int32))
+    line = caller.__code__.co_firstlineno + 1
+    assert "in bad_combine:" in msg and "power of 2" in msg, msg
+    assert f"called from {__file__}:{line} in caller" in msg, msg
 
 
 @pytest.mark.parametrize("target", ["pvc", "dg2"])

@@ -1,9 +1,9 @@
-"""The interpreter (``xekern.interpreter``): the suite's kernels run interpreted and on the CPU device,
-compared with each other and with NumPy (fresh random data, odd sizes, outputs poisoned); the
+"""The interpreter (``xekern.interpreter``): kernels run interpreted and on the CPU device, compared
+with each other and with NumPy (fresh random data, odd sizes, outputs poisoned; the suite's
+foundation kernels run on every backend in test_foundation.py); the
 ``XEKERN_INTERPRET`` knob; host-side debugging (trace, pdb at a kernel line); clear errors for
 out-of-bounds accesses and for ops without a rule; the device's integer and float corner cases."""
 import builtins
-import functools
 import os
 import subprocess
 import sys
@@ -15,36 +15,19 @@ import pytest
 
 import xekern as xk
 import xekern.language as xl
-from conftest import c_div, poisoned
-from kernels import (add_kernel, call_kernel, collatz_steps, int_ops_kernel, layer_norm_fwd, masked_rows_kernel,
-                     softmax_kernel)
+from conftest import BACKENDS, close, interpreted, poisoned
+from kernels import add_kernel, softmax_kernel
 from xekern import interpreter, ir
 from xekern.interpreter import numerics
 from xekern.interpreter.rules_arith import binary, compare
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
-TARGET = "cpu"  # the device side of every comparison
-
-
-@functools.lru_cache(maxsize=None)
-def interpreted(kernel):
-    """The same kernel (same source), decorated with ``interpret=True``."""
-    return xk.jit(kernel.fn, num_subgroups=kernel.num_subgroups, interpret=True)
 
 
 def run_both(kernel, grid, args, **meta):
-    """Launch ``kernel`` on the device and interpreted, each on its own copy of ``args`` (arrays
+    """Launch ``kernel`` on the CPU device and interpreted, each on its own copy of ``args`` (arrays
     copied); returns (device args, interpreted args)."""
-    dev = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    itp = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    kernel[grid](*dev, target=TARGET, **meta)
-    launch = interpreted(kernel)[grid](*itp, **meta)
-    assert launch.wait().event is None
-    return dev, itp
-
-
-def close(a, b, rtol, atol=0.0):
-    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=rtol, atol=atol)
+    return BACKENDS["cpu"].run(kernel, grid, args, **meta), BACKENDS["interpret"].run(kernel, grid, args, **meta)
 
 
 def line_of(kernel, text: str) -> int:
@@ -56,29 +39,7 @@ def line_of(kernel, text: str) -> int:
     raise AssertionError(f"{text!r} not in {kernel.__name__}")
 
 
-# ---- the suite's kernels: interpreted == device ~= NumPy ---------------------------------------------
-
-@pytest.mark.parametrize("dtype,tol", [(np.float16, 1e-3), (ml_dtypes.bfloat16, 1e-2), (np.float32, 1e-6),
-                                       (np.float64, 1e-12)])
-def test_vector_add(rng, dtype, tol):
-    n = 98_765
-    x = rng.standard_normal(n).astype(dtype)
-    y = rng.standard_normal(n).astype(dtype)
-    dev, itp = run_both(add_kernel, (xk.cdiv(n, 1024),), [x, y, poisoned(n, dtype), n], BLOCK=1024)
-    close(itp[2], x.astype(np.float64) + y.astype(np.float64), tol, tol)
-    np.testing.assert_array_equal(itp[2].astype(np.float64), dev[2].astype(np.float64))  # both add in f32
-
-
-@pytest.mark.parametrize("n_cols,block", [(781, 1024), (33, 64), (1, 16)])
-def test_fused_softmax(rng, n_cols, block):
-    rows = 37
-    x = rng.standard_normal((rows, n_cols)).astype(np.float32) * 4
-    dev, itp = run_both(softmax_kernel, (rows,), [poisoned((rows, n_cols), np.float32), x, n_cols, n_cols, n_cols],
-                        BLOCK=block)
-    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
-    close(itp[0], e / e.sum(1, keepdims=True), 1e-5, 1e-7)
-    close(itp[0], dev[0], 1e-5, 1e-7)
-
+# ---- speed (the suite's kernels run on every backend in tests/test_foundation.py) ------------------------
 
 def test_softmax_interpretation_is_fast(rng):
     """37 rows of 781 columns: well under a second (a few ms on a laptop)."""
@@ -89,79 +50,6 @@ def test_softmax_interpretation_is_fast(rng):
     t = time.perf_counter()
     k[(37,)](out, x, 781, 781, 781, BLOCK=1024)
     assert time.perf_counter() - t < 1.0
-
-
-def test_layer_norm_forward(rng):
-    M, N = 19, 1151
-    X = rng.standard_normal((M, N)).astype(np.float32) * 2 + 0.5
-    W = rng.standard_normal(N).astype(np.float32)
-    B = rng.standard_normal(N).astype(np.float32)
-    outs = [poisoned((M, N), np.float32), poisoned(M, np.float32), poisoned(M, np.float32)]
-    dev, itp = run_both(layer_norm_fwd, (M,), [X, outs[0], W, B, outs[1], outs[2], N, N, 1e-5], BLOCK_SIZE=256)
-    x = X.astype(np.float64)
-    mu, rs = x.mean(1), 1 / np.sqrt(x.var(1) + 1e-5)
-    close(itp[4], mu, 1e-5, 1e-6)
-    close(itp[5], rs, 1e-5)
-    close(itp[1], (x - mu[:, None]) * rs[:, None] * W + B, 1e-4, 1e-5)
-    for i in (1, 4, 5):
-        close(itp[i], dev[i], 1e-5, 1e-5)
-
-
-def test_masked_reductions_and_atomic_max(rng):
-    M, N = 45, 29
-    x = rng.standard_normal((M, N)).astype(np.float32)
-    dev, itp = run_both(masked_rows_kernel, (xk.cdiv(M, 16),),
-                        [x, poisoned(M, np.float32), np.full(N, -np.inf, np.float32), poisoned(M, np.int32), M, N],
-                        BM=16, BN=32)
-    close(itp[1], x.astype(np.float64).sum(1), 1e-5, 1e-5)
-    close(itp[1], dev[1], 1e-5, 1e-5)  # summation orders differ
-    np.testing.assert_array_equal(itp[3], x.argmax(1))
-    np.testing.assert_array_equal(itp[3], dev[3])
-    np.testing.assert_array_equal(itp[2], x.max(0))
-    np.testing.assert_array_equal(itp[2], dev[2])
-
-
-def test_while_and_if(rng):
-    x = rng.integers(1, 10_000, 67).astype(np.int32)
-    dev, itp = run_both(collatz_steps, (67,), [x, poisoned(67, np.int32), 1000])
-
-    def steps(v):
-        s = 0
-        while v != 1 and s < 1000:
-            v = v // 2 if v % 2 == 0 else 3 * v + 1
-            s += 1
-        return s
-    np.testing.assert_array_equal(itp[1], [steps(int(v)) for v in x])
-    np.testing.assert_array_equal(itp[1], dev[1])
-
-
-def test_call_another_jit_function(rng):
-    n = 1000
-    x = rng.standard_normal(n).astype(np.float32)
-    dev, itp = run_both(call_kernel, (xk.cdiv(n, 256),), [x, poisoned(n, np.float32), n, 0.1], BLOCK=256)
-    close(itp[1], np.where(x > 0, x, x * np.float32(0.1)) * 3, 1e-6)
-    np.testing.assert_array_equal(itp[1], dev[1])
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32])
-def test_integer_semantics(rng, dtype):
-    n = 333
-    info = np.iinfo(dtype)
-    a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-    b = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-    b[b == 0] = 3
-    if info.min < 0:
-        a[:3] = info.min  # overflow corners: MIN // -1 wraps
-        b[:3] = [-1, 7, -7]
-    dev, itp = run_both(int_ops_kernel, (xk.cdiv(n, 64),), [a, b, poisoned((n, 6), dtype), n], BLOCK=64)
-    with np.errstate(over="ignore"):
-        if info.min < 0:
-            q, r = c_div(a, b)
-        else:
-            q, r = a // b, a % b
-        want = np.stack([a + b, a * b, q, r, (a << dtype(3)) ^ (b >> dtype(1)), ~a & (b | dtype(7))], 1)
-    np.testing.assert_array_equal(itp[2], want.astype(dtype))
-    np.testing.assert_array_equal(itp[2], dev[2])
 
 
 # ---- descriptors and dot ---------------------------------------------------------------------------------

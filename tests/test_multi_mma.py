@@ -46,7 +46,7 @@ def operands(rng, dt, shape):
     return rng.standard_normal(shape).astype(dt)
 
 
-def check(out, want, dt, target):
+def check(out, want, dt):
     if dt == np.int8:
         np.testing.assert_array_equal(out, want)
     else:
@@ -54,11 +54,10 @@ def check(out, want, dt, target):
         np.testing.assert_allclose(out, want, rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.parametrize("target", CPU_TARGETS + ["interpret"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("tiles", [(2, 16, 16, 32), (4, 32, 16, 32), (8, 8, 32, 64)],
                          ids=lambda t: "b{}m{}n{}k{}".format(*t))
-def test_batched_dot_matches_einsum(rng, target, dtype, tiles):
+def test_batched_dot_matches_einsum(backend, rng, dtype, tiles):
     ab_t, c_t = DTYPES[dtype]
     B, M, N, K = 5, 37, 21, 45
     BB, BM, BN, BK = tiles
@@ -66,16 +65,13 @@ def test_batched_dot_matches_einsum(rng, target, dtype, tiles):
     c = poisoned((B, M, N), c_t)
     grid = (xk.cdiv(B, BB), xk.cdiv(M, BM), xk.cdiv(N, BN))
     kw = dict(BB=BB, BM=BM, BN=BN, BK=BK, SUM_BATCH=False)
-    if target == "cpu8" and dtype == "f32":  # the 8-wide model is DG2: no tf32 DPAS
+    if backend.target == "cpu8" and dtype == "f32":  # the 8-wide model is DG2: no tf32 DPAS
         with pytest.raises(xk.CompilationError, match="no DPAS for float32"):
-            bmm[grid](a, b, c, B, M, N, K, target=target, **kw)
+            backend.launch(bmm, grid, a, b, c, B, M, N, K, **kw)
         return
-    if target == "interpret":
-        xk.jit(bmm.fn, interpret=True)[grid](a, b, c, B, M, N, K, **kw)
-    else:
-        bmm[grid](a, b, c, B, M, N, K, target=target, **kw)
+    backend.launch(bmm, grid, a, b, c, B, M, N, K, **kw)
     want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
-    check(c, want.astype(c_t) if dtype == "i8" else want, ab_t, target)
+    check(c, want.astype(c_t) if dtype == "i8" else want, ab_t)
 
 
 @pytest.mark.parametrize("target", CPU_TARGETS)
@@ -92,7 +88,7 @@ def test_contraction_over_the_outer_dimension(rng, target, dtype):
     bmm[(1, xk.cdiv(M, 16), xk.cdiv(N, 16))](a, b, c, B, M, N, K, BB=4, BM=16, BN=16, BK=32, SUM_BATCH=True,
                                                target=target)
     want = np.einsum("bmk,bkn->mn", a.astype(np.float64), b.astype(np.float64))
-    check(c, want.astype(c_t) if dtype == "i8" else want, ab_t, target)
+    check(c, want.astype(c_t) if dtype == "i8" else want, ab_t)
 
 
 def test_batched_dot_is_one_dpas_chain_per_matrix():

@@ -32,7 +32,7 @@ def test_wide_block_reads_become_asm_calls(flagship):
     calls = [i for i in insts if i.opcode == _ASM_CALL]
     assert PREFIX.encode() not in flagship.spirv, "a placeholder survived the rewrite"
     assert calls and all(c.words[2] in asm for c in calls)
-    texts = {sp._string(a.words[4:]) for a in asm.values()}
+    texts = {sp.words_string(a.words[4:]) for a in asm.values()}
     # the 32 x 16 x 2 reads of A and the 32 x 16 x 2 VNNI reads of B: 32 registers, twice what an LLVM
     # vector may hold: each lands in a named vISA register declared in a statement of its own; the
     # descriptor says 31 registers for 32, as in IGC's own encoding of such a read

@@ -3,19 +3,19 @@
 A GPU reads and writes garbage, silently, through a 2D block message whose surface breaks its rules
 (base, width, pitch: HARDWARE.md); the CPU device, which emulates the messages, would not notice.
 So each descriptor's surface is proved at compile time or checked at launch, and one that breaks a
-rule goes element by element, correctly, in every mode; the CPU emulation applies the same rules,
+rule goes element by element, correctly, on every backend; the CPU emulation applies the same rules,
 so a wrong decision fails a CPU test as it would fail on the GPU."""
 import numpy as np
 import pytest
 
 import xekern as xk
 import xekern.language as xl
-from conftest import CPU_TARGETS, poisoned
+from conftest import BACKENDS, poisoned
 from xekern.lowering.surface_rules import surface_checks
 from xekern.runtime import surfaces
 
 P, I32 = xk.pointer, xl.int32
-MODES = CPU_TARGETS + ["interpret"]
+CPU = BACKENDS["cpu"]
 
 
 @xk.jit(num_subgroups=2)
@@ -47,26 +47,21 @@ def np_dtype(d):
     return ml_dtypes.bfloat16 if d is xl.bfloat16 else np.dtype(d.user_name)
 
 
-def run(mode, dtype, off, N, LD, rng, M=37):
+def run(backend, dtype, off, N, LD, rng, M=37):
     dt = np_dtype(dtype)
     x = rng.standard_normal(off + M * LD + 8).astype(dt)
     o = poisoned((M, N), dt)
-    kw = dict(interpret=True) if mode == "interpret" else dict(target=mode)
     grid = (xk.cdiv(M + 8, 16), xk.cdiv(N + 8, 16))
-    if mode == "interpret":
-        launch = xk.jit(shifted_copy.fn, num_subgroups=2, interpret=True)[grid](x, o, off, M, N, LD, BM=16, BN=16)
-    else:
-        launch = shifted_copy[grid](x, o, off, M, N, LD, BM=16, BN=16, **kw)
+    launch = backend.launch(shifted_copy, grid, x, o, off, M, N, LD, BM=16, BN=16)
     want = x[off:off + M * LD].reshape(M, LD)[:, :N].astype(np.float64) + 1
     np.testing.assert_allclose(o.astype(np.float64), want, rtol=1e-2 if dt != np.float32 else 1e-6)
     return launch
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name,dtype,off,N,LD", CASES, ids=[c[0] for c in CASES])
-def test_every_surface_gives_the_right_result(mode, name, dtype, off, N, LD, rng):
-    launch = run(mode, dtype, off, N, LD, rng)
-    if mode == "cpu":  # (cpu8 models dg2: no 2D block IO; the interpreter has no messages)
+def test_every_surface_gives_the_right_result(backend, name, dtype, off, N, LD, rng):
+    launch = run(backend, dtype, off, N, LD, rng)
+    if backend.name == "cpu":  # (cpu8 models dg2: no 2D block IO; the interpreter has no messages)
         ir = launch.asm["surface-rules"]
         x_desc = [ln for ln in ir.splitlines() if "create_nd_tdesc" in ln][0]
         assert ("block_io = true" in x_desc) == (name == "fine"), x_desc
@@ -120,12 +115,12 @@ def test_checks_name_what_they_need():
 
 def test_a_launch_compiles_once_per_answer(rng):
     """bf16 N = 48 and N = 16 specialize alike (multiples of 16), but 16 bf16 are 32 bytes: too narrow."""
-    first = run("cpu", xl.bfloat16, 0, 48, 48, rng).kernel
-    again = run("cpu", xl.bfloat16, 0, 48, 48, rng).kernel
+    first = run(CPU, xl.bfloat16, 0, 48, 48, rng).kernel
+    again = run(CPU, xl.bfloat16, 0, 48, 48, rng).kernel
     assert again is first and first.meta["surface_answers"] is None
-    narrow = run("cpu", xl.bfloat16, 0, 16, 48, rng).kernel
+    narrow = run(CPU, xl.bfloat16, 0, 16, 48, rng).kernel
     assert narrow is not first and narrow.meta["surface_answers"] == [False, False]
-    assert run("cpu", xl.bfloat16, 0, 16, 48, rng).kernel is narrow
+    assert run(CPU, xl.bfloat16, 0, 16, 48, rng).kernel is narrow
 
 
 def test_the_cpu_emulation_fails_where_a_gpu_would_compute_garbage(monkeypatch, rng):
@@ -133,7 +128,7 @@ def test_the_cpu_emulation_fails_where_a_gpu_would_compute_garbage(monkeypatch, 
     the CPU's emulation of that descriptor reads zeros and writes nothing, so the test fails."""
     monkeypatch.setattr(surfaces, "answers", lambda checks, values: tuple(True for _ in checks))
     with pytest.raises(AssertionError):
-        run("cpu", xl.float32, 0, 40, 41, rng)   # odd pitch, launched as if it were fine
+        run(CPU, xl.float32, 0, 40, 41, rng)   # odd pitch, launched as if it were fine
 
 
 def test_a_warmed_kernel_refuses_arguments_its_surfaces_do_not_take(rng):

@@ -344,12 +344,10 @@ def split_halves(x_ptr, o_ptr, R: xl.constexpr, C: xl.constexpr):
     xl.store(o_ptr + r * (C // 2) + h, a0 - a1)
 
 
-@pytest.mark.parametrize("interpret", [False, True])
-def test_gap_reshape_and_split(rng, interpret):
+def test_gap_reshape_and_split(backend, rng):
     x = rng.standard_normal((16, 32)).astype(np.float32)
     out = poisoned((16, 16), np.float32)
-    kernel = split_halves if not interpret else xk.jit(split_halves.fn, interpret=True)
-    kernel[(1,)](x, out, R=16, C=32)
+    backend.launch(split_halves, (1,), x, out, R=16, C=32)
     np.testing.assert_array_equal(out, x[:, :16] - x[:, 16:])
 
 
@@ -375,17 +373,15 @@ def split_join(x_ptr, y_ptr, o_ptr, pairs_ptr, R: xl.constexpr, C: xl.constexpr)
     xl.store(o_ptr + R * C + r * C + c, b)
 
 
-@pytest.mark.parametrize("interpret", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
-def test_split_and_join(rng, monkeypatch, interpret, dtype):
+def test_split_and_join(backend, rng, dtype):
     """Exact on every value, -0.0 and NaN included, on the device and in the interpreter."""
-    monkeypatch.setattr(split_join, "interpret", interpret)
     x, y = (rng.standard_normal((2, 8, 32)) * 20).astype(dtype)
     if dtype != np.int8:
         x[0, :3] = [-0.0, np.nan, -np.inf]
         y[1, :2] = [-0.0, np.nan]
     out, pairs = poisoned((2, 8, 32), dtype), poisoned((8, 32, 2), dtype)
-    split_join[(1,)](x, y, out, pairs, R=8, C=32)
+    backend.launch(split_join, (1,), x, y, out, pairs, R=8, C=32)
     np.testing.assert_array_equal(pairs, np.stack([x, y], axis=-1))
     np.testing.assert_array_equal(out, np.stack([x, y]))
     assert np.array_equal(np.signbit(out), np.signbit(np.stack([x, y])))
@@ -399,14 +395,12 @@ def interleave_kernel(a_ptr, b_ptr, o_ptr, R: xl.constexpr, C: xl.constexpr):
     xl.store(o_ptr + r * (2 * C) + c2, xl.interleave(xl.load(a_ptr + r * C + c), xl.load(b_ptr + r * C + c)))
 
 
-@pytest.mark.parametrize("interpret", [False, True])
-def test_gap_interleave(rng, interpret):
-    kernel = interleave_kernel if not interpret else xk.jit(interleave_kernel.fn, interpret=True)
+def test_gap_interleave(backend, rng):
     a = rng.standard_normal((8, 16)).astype(np.float32)
     b = rng.standard_normal((8, 16)).astype(np.float32)
     a[0, 0], b[1, 1] = -0.0, np.nan  # exact: signed zeros and NaNs pass through
     out = poisoned((8, 32), np.float32)
-    kernel[(1,)](a, b, out, R=8, C=16)
+    backend.launch(interleave_kernel, (1,), a, b, out, R=8, C=16)
     want = np.stack([a, b], axis=-1).reshape(8, 32)
     np.testing.assert_array_equal(out, want)
     assert np.signbit(out[0, 0])

@@ -5,8 +5,7 @@ tiles (``import xekern.language as xl``). They compile through XeGPU-level IR wi
 IR (llvmlite) and SPIR-V, and run through dpctl: on Intel GPUs with Level Zero, and anywhere
 on Intel's OpenCL CPU runtime.
 """
-__version__ = "0.1.0"
-
+from .version import __version__
 from . import knobs  # noqa: E402
 from .lowering import llvm as _llvm  # noqa: E402
 
@@ -24,7 +23,9 @@ from .ir.layout import Layout, SliceLayout  # noqa: E402
 from .ir.types import PointerType  # noqa: E402
 from .runtime.arrays import DeviceArray, empty, to_device  # noqa: E402
 from .runtime.device import device_properties, synchronize, target_for  # noqa: E402
-from .runtime.jit import CompiledKernel, JITFunction, Launch, cdiv, jit, next_power_of_2  # noqa: E402
+from .runtime.jit import CompiledKernel, JITFunction  # noqa: E402
+from .decorator import jit  # noqa: E402
+from .runtime.launch import Launch, cdiv, next_power_of_2  # noqa: E402
 from .runtime.allocator import set_allocator  # noqa: E402
 from .runtime.autotune import Autotuner, Config, autotune  # noqa: E402
 from . import testing  # noqa: E402

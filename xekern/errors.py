@@ -46,6 +46,21 @@ class CompilationError(XekernError):
         return "\n".join(parts)
 
 
+
+def stage_error(stage: str, e: Exception) -> CompilationError:
+    """The ``CompilationError`` for ``e``, raised by compilation stage ``stage`` (a pass, codegen, the
+    interpreter's verifier): at the kernel line of the op it names (``e.op.loc``), if any.
+
+        stage_error("layout", PassError("no layout for ...", op))   # at the op's file:line, with a caret
+    """
+    loc = getattr(getattr(e, "op", None), "loc", None)
+    msg = f"{stage}: {e}"
+    if loc is None:
+        return CompilationError(msg)
+    import linecache
+    return CompilationError(msg, loc.file, loc.line, loc.col, linecache.getline(loc.file, loc.line) or None,
+                            loc.func)
+
 class LaunchError(XekernError, TypeError):
     """A kernel launch got a wrong argument, grid, device or resource request; nothing ran."""
 

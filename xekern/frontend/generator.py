@@ -20,7 +20,8 @@ from ..ir import types as T
 from ..ir.core import Block, Loc
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..language import builtins as lb
-from ..language.core import base_value, constexpr, is_builtin, pointer_tile, private_array, tensor, unwrap
+from ..language.core import (base_value, constexpr, is_builtin, pointer_tile, private_array, takes_generator, tensor,
+                             unwrap)
 from .sem import Semantic
 from .semantic import SemanticError
 from .source import KernelSource
@@ -117,6 +118,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.one_branch = set()   # names assigned in only one branch of an if
         self.loop_locals = set()  # names first assigned inside a loop body
         self._stack = ()          # jit functions being inlined (to reject recursion)
+        self.builtin_call = None  # the call of the builtin running with _generator=self (inline's call site)
 
     # ---- errors and locations -------------------------------------------------------------------
     def error(self, node, message: str) -> CompilationError:
@@ -770,6 +772,9 @@ class CodeGenerator(ast.NodeVisitor):
                 raise self.error(node, "breakpoint() in a kernel takes no arguments")
             return self.sem.breakpoint(self.scope)
         if is_builtin(fn):
+            if takes_generator(fn):  # it inlines a user's function: this generator does, at this call
+                self.builtin_call = node
+                return fn(*args, _sem=self.sem, _generator=self, **kwargs)
             return fn(*args, _sem=self.sem, **kwargs)
         if fn in _PY_CLASSES:
             vals = [unwrap(a) for a in args]
@@ -814,6 +819,12 @@ class CodeGenerator(ast.NodeVisitor):
             if isinstance(v, base_value):
                 acc = v if acc is None else self.sem.minmax(fn.__name__, acc, v)
         return acc
+
+    def inline(self, jit, *args):
+        """Inline ``jit(*args)`` for the builtin being called with ``_generator=self`` (``xl.all_reduce``
+        inlines its combine function): as a call written at that builtin's call, so errors and the
+        call chain name it, and recursion is caught."""
+        return self.call_jit(jit, list(args), {}, self.builtin_call)
 
     def call_jit(self, jit, args, kwargs, node):
         """Inline a call to another @xk.jit function."""

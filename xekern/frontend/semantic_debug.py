@@ -80,7 +80,7 @@ class DebugSemantic:
     def breakpoint(self, scope) -> None:
         """``breakpoint()`` in a kernel: a ``debug.breakpoint`` op holding the kernel's variables
         (``scope``: name -> value) for the interpreter's ``pdb``. Built in debug compilations (the
-        interpreter's always are); the device compile removes it (runtime/jit: no debugger there)."""
+        interpreter's always are); the device compile removes it (compiler.py: no debugger there)."""
         if not self.options.debug:
             return None
         names, values, consts = [], [], {}

@@ -218,12 +218,13 @@ class TileSemantic:
     _ALL_REDUCE = {"add": "sum", "mul": "prod", "min": "min", "max": "max", "and": "and", "or": "or",
                    "xor": "xor_sum"}
 
-    def all_reduce(self, x, op) -> tensor:
+    def all_reduce(self, x, op, generator) -> tensor:
         """``xl.all_reduce(x, op)`` (seed 003's ``gpu.all_reduce``): every element of the tile ``x``
         combined into one scalar, which every program element sees. ``op`` is a name (add, mul, min,
         max, and, or, xor: the tile reductions, whose cross-subgroup step goes through SLM) or an
         ``@xk.jit`` combine function of two tiles (associative and commutative), applied in a tree
-        through SLM: ``log2(numel)`` steps, one barrier each. A scalar is one program element: its
+        through SLM: ``log2(numel)`` steps, one barrier each, each step inlining the function through
+        ``generator`` (the frontend's running code generator). A scalar is one program element: its
         all-reduce is itself."""
         self.require_level("xl.all_reduce", "wg", hint="; at lane level use xl.subgroup_reduce, at subgroup "
                                                        "level xl.sum / xl.max / ... of the subgroup's tile")
@@ -239,24 +240,21 @@ class TileSemantic:
                                 f"values, got {op!r}")
         if not x.is_tile:
             return x
-        return self._all_reduce_tree(x, op)
+        return self._all_reduce_tree(x, op, generator)
 
-    def _combine(self, fn, a: tensor, b: tensor) -> tensor:
-        """Inline the user's combine function on two tiles (as a call from a kernel would)."""
+    def _combine(self, generator, fn, a: tensor, b: tensor) -> tensor:
+        """Inline the user's combine function on two tiles, as a call from the kernel would be."""
         import inspect
-        from .generator import CodeGenerator
         try:
-            bound = inspect.signature(fn.fn).bind(a, b)
+            inspect.signature(fn.fn).bind(a, b)
         except TypeError as e:
             raise SemanticError(f"all_reduce combine function {fn.__name__} must take two values: {e}") from None
-        bound.apply_defaults()
-        gen = CodeGenerator(fn.source, self, {k: unwrap(v) for k, v in bound.arguments.items()})
-        r = unwrap(gen.visit_function(fn.source.tree))
+        r = unwrap(generator.inline(fn, a, b))
         if not isinstance(r, tensor):
             raise SemanticError(f"all_reduce combine function {fn.__name__} must return one value, got {r!r}")
         return self.cast(self.broadcast_to(r, a.shape), a.dtype)
 
-    def _all_reduce_tree(self, x: tensor, fn) -> tensor:
+    def _all_reduce_tree(self, x: tensor, fn, generator) -> tensor:
         shape = list(x.shape)
         bufs = [self.alloc_slm(tuple(shape), x.dtype), self.alloc_slm(tuple(shape), x.dtype)]
         zeros = [0] * len(shape)
@@ -270,7 +268,7 @@ class TileSemantic:
                 hi[d] = shape[d]
                 a = self.load_matrix(bufs[src], zeros, tuple(shape))
                 b = self.load_matrix(bufs[src], hi, tuple(shape))
-                acc = self._combine(fn, a, b)
+                acc = self._combine(generator, fn, a, b)
                 if any(s > 1 for s in shape):
                     self.store_matrix(bufs[1 - src], zeros, acc)
                     self.barrier()

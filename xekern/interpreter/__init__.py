@@ -24,13 +24,15 @@ keyed by op class (``core.rule``); an op without a rule is a ``CompilationError`
 
 Files: ``core.py`` (rule table, errors, running blocks), ``numerics.py`` (device arithmetic on
 NumPy), ``rules_arith.py`` (values, control flow, ids), ``rules_memory.py`` (pointers,
-descriptors, DPAS, SLM), ``rules_debug.py`` (device_print, device_assert), ``launch.py`` (arguments, the grid, copying back), ``debug.py``
-(tracing and breakpoints).
+descriptors, DPAS, SLM), ``rules_debug.py`` (device_print, device_assert), ``launch.py``
+(arguments, the grid, copying back), ``function.py`` (``InterpretedFunction``, what ``@xk.jit``
+makes of an interpreted kernel), ``debug.py`` (tracing and breakpoints).
 """
 from . import rules_arith, rules_debug, rules_memory  # noqa: F401  (they register their rules)
 from .core import RULES, DeviceAssertionError, InterpreterError, OutOfBoundsError, Program, rule
 from .debug import Event, break_at, clear, trace
+from .function import InterpretedFunction
 from .launch import InterpretedKernel, interpret_launch, run_function
 
 __all__ = ["interpret_launch", "run_function", "rule", "RULES", "Program", "InterpreterError", "OutOfBoundsError",
-           "DeviceAssertionError", "InterpretedKernel", "trace", "break_at", "clear", "Event"]
+           "DeviceAssertionError", "InterpretedFunction", "InterpretedKernel", "trace", "break_at", "clear", "Event"]

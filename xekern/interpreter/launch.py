@@ -13,15 +13,16 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 
 from .. import ir
-from ..errors import CompilationError, LaunchError
+from ..errors import LaunchError, stage_error
 from ..frontend import compile_to_ir
 from ..frontend.generator import ConstArg
 from ..ir.core import IRError
 from ..ir.types import DType, PointerType
 from ..runtime import arrays
 from ..runtime import device as dev
-from ..runtime.jit import Launch, _check_grid
-from ..runtime.writes import check as check_writes, written_params
+from ..runtime.launch import Launch, check_grid
+from ..runtime.writes import check as check_writes
+from ..lowering.launch_facts import written_params
 from . import numerics as N
 from .core import Plan, Program
 from .debug import active_hooks
@@ -85,12 +86,7 @@ def kernel_for(jit, signature: Dict[str, object], options) -> InterpretedKernel:
         try:
             ir.verify_func(func)
         except IRError as e:
-            loc = getattr(e.op, "loc", None)
-            if loc is None:
-                raise CompilationError(f"xegpu: {e}") from e
-            import linecache
-            raise CompilationError(f"xegpu: {e}", loc.file, loc.line, loc.col,
-                                   linecache.getline(loc.file, loc.line) or None, loc.func) from e
+            raise stage_error("xegpu", e) from e
         k = table[key] = InterpretedKernel(func, options.workgroup_size)
     return k
 
@@ -201,7 +197,7 @@ def interpret_launch(jit, grid, values_by_name: Dict[str, object], signature: Di
     """Run ``jit``'s workgroup IR for every program of ``grid`` on the host; returns a ``Launch``
     (``event`` None, ``kernel.asm['xegpu']`` the IR that ran)."""
     kernel = kernel_for(jit, signature, options)
-    g = _check_grid(grid, values_by_name)
+    g = check_grid(grid, values_by_name)
     jit.last = kernel
     run(kernel, g, values_by_name, options.num_subgroups)
     return Launch(kernel, None)
@@ -211,7 +207,7 @@ def run_function(func: ir.FuncOp, grid, args: Dict[str, object], num_subgroups: 
     """Interpret a workgroup-level IR function directly (``args`` by argument name, as for a launch);
     for tests of IR built by hand. ``grid`` is a tuple of 1 to 3 positive ints."""
     kernel = InterpretedKernel(func)
-    run(kernel, _check_grid(tuple(grid), args), args, num_subgroups)
+    run(kernel, check_grid(tuple(grid), args), args, num_subgroups)
     return kernel
 
 

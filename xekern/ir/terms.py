@@ -3,7 +3,8 @@
 
 Passes ask these to prove a property at compile time (a 16-byte-aligned block origin, a 2D block
 surface's width), and the runtime evaluates terms at launch where the property depends on
-arguments (``runtime/extents.py``, ``runtime/surfaces.py``).
+arguments (``lowering/launch_facts.py`` records them, ``runtime/extents.py`` and ``runtime/surfaces.py``
+evaluate them).
 
     >>> term(v, {id(a): "K" for a in func.args})     # doctest: +SKIP
     ['arg', 'K', None]                                  # the argument K itself (no truncation)

@@ -287,12 +287,12 @@ def xor_sum(x, axis=None, keep_dims=False, _sem=None):
 
 
 @builtin
-def all_reduce(x, op="add", _sem=None):
+def all_reduce(x, op="add", _sem=None, _generator=None):
     """Every element of the tile ``x`` combined with ``op`` into one scalar that every program
     element sees (``gpu.all_reduce``): 'add', 'mul', 'min', 'max', 'and', 'or', 'xor', or an
     ``@xk.jit`` function of two values (associative and commutative).
     ``total = xl.all_reduce(x, "add")``; ``m = xl.all_reduce(x, absmax)``"""
-    return _sem.all_reduce(x, op)
+    return _sem.all_reduce(x, op, _generator)
 
 
 @builtin

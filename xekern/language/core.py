@@ -3,7 +3,10 @@
 A ``tensor`` wraps one IR value (a scalar or a tile); a ``pointer_tile`` is a tile of
 addresses kept as ``base + offsets`` (what ``xl.load``/``xl.store`` turn into ``create_tdesc``);
 a ``tensor_descriptor`` is a block view made by ``xl.make_tensor_descriptor``. Builtins take a
-keyword ``_sem`` (the semantic layer) that the frontend passes in; they only forward to it.
+keyword ``_sem`` (the semantic layer) that the frontend passes in; they only forward to it. A
+builtin that inlines a user's ``@xk.jit`` function (``xl.all_reduce``'s combine function) also
+takes ``_generator``: the code generator running the kernel, which inlines it as it inlines any
+call (as Triton passes ``_generator`` to ``tl.reduce``).
 """
 from __future__ import annotations
 
@@ -18,13 +21,21 @@ float8 = None  # not supported: no fp8 DPAS on the targets xekern knows
 
 
 def builtin(fn):
-    """Mark ``fn`` as a kernel builtin: the frontend calls it with ``_sem=`` at compile time."""
+    """Mark ``fn`` as a kernel builtin: the frontend calls it with ``_sem=`` at compile time, and
+    with ``_generator=`` too if it has that parameter."""
     fn.__xekern_builtin__ = True
+    code = fn.__code__
+    fn.__xekern_generator__ = "_generator" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     return fn
 
 
 def is_builtin(fn) -> bool:
     return getattr(getattr(fn, "__func__", fn), "__xekern_builtin__", False)
+
+
+def takes_generator(fn) -> bool:
+    """Whether the builtin ``fn`` is called with ``_generator=`` (the running code generator)."""
+    return getattr(getattr(fn, "__func__", fn), "__xekern_generator__", False)
 
 
 class constexpr:

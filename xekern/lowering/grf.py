@@ -1,6 +1,7 @@
 """The GRF mode a GPU kernel is built in: 128 registers per thread, or 256 (large-GRF mode) when
-its lane-level IR needs more than the smaller file holds. One decision, used by the runtime's
-driver build (``runtime/device.py``) and the offline ISA tool (``python -m xekern isa``).
+its lane-level IR needs more than the smaller file holds. One decision, recorded with the compiled
+kernel; the runtime's driver build (``runtime/device.py``) and the offline ISA tool (``python -m
+xekern isa``) pass it on as IGC's build options (``tools/grf_options.py``).
 
 The estimate is the register bytes live at once in the hottest loop, per thread (a sub-group):
 the values the loop carries (the accumulators) plus the tiles its body loads (the DPAS operands),
@@ -64,18 +65,3 @@ def choose_grf_mode(func: ir.FuncOp, options) -> Optional[int]:
         return max(t.grf_modes)
     return small
 
-
-# the driver build options of each mode (IGC reads both spellings through Level Zero, OpenCL and
-# ocloc; HARDWARE.md: ocloc -options "-ze-opt-large-register-file" gives NumGRFRequired 256)
-_OPTIONS = {128: "-cl-intel-128-GRF-per-thread", 256: "-ze-opt-large-register-file"}
-_OPENCL_256 = "-cl-intel-256-GRF-per-thread"
-
-
-def build_options(grf_mode: Optional[int], backend: str = "level_zero") -> str:
-    """The compile options asking the GPU driver (``backend``: ``level_zero``, ``opencl``, or
-    ``ocloc``) for ``grf_mode`` registers per thread; '' for None."""
-    if grf_mode is None:
-        return ""
-    if grf_mode == 256 and backend == "opencl":
-        return _OPENCL_256
-    return _OPTIONS[grf_mode]

@@ -1,6 +1,7 @@
 """The compilation pipeline: one ordered list of named passes, the IR verified after each.
 
-``compile_kernel`` runs them and returns every stage's text (``kernel.asm``) and the SPIR-V.
+The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them between the frontend and
+codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
     xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─slm-transpose─▶ ─layout─▶ ─sg─▶ ─slm-barriers─▶
           ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─emitter-decisions─▶ ─codegen─▶ llir
@@ -19,18 +20,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import ir
-from ..errors import CompilationError
+from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
-from ..frontend import compile_to_ir
-from . import (blocking, capabilities, drop_breakpoints, emitter_decisions, merge_block_messages, propagate_layout,
-               sg_to_lane, slm_barriers, slm_transpose, surface_rules, wg_to_sg)
-from .grf import choose_grf_mode
-from .spirv_asm import lower_asm_calls
-from . import emitters, llvm as llvm_stage
-from .codegen import (rules_arith, rules_block, rules_cpu, rules_debug, rules_igc, rules_memory,  # noqa: F401
-                      rules_private, rules_spirv_ext, rules_visa)  # (they fill the emitters' rule tables)
-from .codegen.core import generate
+from . import (blocking, drop_breakpoints, emitter_decisions, merge_block_messages, propagate_layout, sg_to_lane,
+               slm_barriers, slm_transpose, surface_rules, wg_to_sg)
+from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
 
@@ -141,22 +136,15 @@ class Compiled:
     sg_size: int
     slm_bytes: int
     timings: Dict[str, float] = field(default_factory=dict)
-    extents: list = field(default_factory=list)  # descriptor extents checked at launch (runtime/extents.py)
+    extents: list = field(default_factory=list)  # descriptor extents checked at launch (lowering/launch_facts.py)
     grf_mode: Optional[int] = None  # registers per thread the GPU driver is asked for (lowering/grf.py); None: CPU
-    writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (runtime/writes.py)
+    writes: dict = field(default_factory=dict)  # pointer parameters the kernel stores to (lowering/launch_facts.py)
     emitter: Optional[Emitter] = None  # how its code was emitted (lowering/emitters.py)
     surfaces: list = field(default_factory=list)  # surface checks a launch answers (lowering/surface_rules.py)
 
 
 def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
-    op = getattr(e, "op", None)
-    loc = getattr(op, "loc", None)
-    msg = f"{stage}: {e}"
-    if loc is not None:
-        import linecache
-        return CompilationError(msg, loc.file, loc.line, loc.col, linecache.getline(loc.file, loc.line) or None,
-                                loc.func)
-    return CompilationError(msg)
+    return stage_error(stage, e)
 
 
 def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str, float],
@@ -238,52 +226,3 @@ def spirv_text(spirv: bytes) -> str:
     head = "".join(f"; {o.name} {' '.join(f'%{x}' for x in o.operands)}\n" for o in intel)
     return (f"; this spirv-dis does not know {', '.join(sorted(set(sp.extensions(spirv)) & set(sp.EXTENSIONS)))}; "
             f"their ops (ids as below):\n{head}" + r.stdout.decode())
-
-
-def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
-    """Source -> SPIR-V for one specialization. Raises CompilationError on any user mistake."""
-    timings: Dict[str, float] = {}
-    asm = Asm()
-    t0 = time.perf_counter()
-    try:
-        func = compile_to_ir(jit, signature, options)
-        capabilities.check(func, options.target)
-    except PassError as e:  # the subgroup-level layouts or lane-level checks of the frontend; capabilities
-        raise _fail(None, "xegpu", e) from e
-    timings["frontend"] = time.perf_counter() - t0
-    from ..runtime.extents import descriptor_extents
-    from ..runtime.writes import written_params
-    extents = descriptor_extents(func)  # before the passes rewrite the function
-    checks, _ = surface_rules.surface_checks(func, options.target)
-    writes = written_params(func)
-    if dump is not None:
-        dump("xegpu", func)
-    lane = run_passes(func, options, asm, timings, dump)
-    grf_mode = choose_grf_mode(lane, options)
-    asm["emitter"] = options.emitter.describe()
-    t0 = time.perf_counter()
-    try:
-        cg = generate(lane, options)
-    except PassError as e:
-        raise _fail(lane, "codegen", e) from e
-    t1 = time.perf_counter()
-    timings["codegen"] = t1 - t0
-    llir = cg.text()
-    timings["llir_text"] = time.perf_counter() - t1
-    asm["llir"] = llir
-    opt_level = llvm_opt_level(lane, options)
-    t0 = time.perf_counter()
-    try:
-        spirv, _ = llvm_stage.to_spirv(llir, opt_level, want_llir=False)
-    except llvm_stage.LLVMError as e:
-        raise CompilationError(f"LLVM could not compile kernel '{func.name}' for {options.target.name}: {e}\n"
-                               f"(this is a bug in xekern's codegen; please report it with the kernel)") from None
-    spirv = lower_asm_calls(spirv)
-    timings["llvm"] = time.perf_counter() - t0
-    asm["llir"] = lambda: llvm_stage.optimized_llir(llir, opt_level)  # printed when asked for (another LLVM run)
-    asm["llir_unoptimized"] = llir
-    asm["spirv"] = lambda: spirv_text(spirv)
-    if dump is not None:
-        dump("llir", asm["llir"])
-    return Compiled(func.name, spirv, asm, options.workgroup_size, options.sg_size, cg.slm_bytes, timings,
-                    extents, grf_mode, writes, options.emitter, checks)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from array import array
 from typing import Dict, List, Optional, Tuple
 
-from ..tools.spirv import _string, string_words
+from ..tools.spirv import string_words, words_string
 
 PREFIX = "xk.asm|"
 
@@ -83,7 +83,7 @@ def lower_asm_calls(spirv: bytes) -> bytes:
     for k, op in enumerate(op_of):
         s = starts[k]
         if op == _OP_DECORATE and w[s + 2] == _DEC_LINKAGE:
-            name = _string(w[s + 3:ends[k] - 1])
+            name = words_string(w[s + 3:ends[k] - 1])
             if name.startswith(PREFIX):
                 placeholders[w[s + 1]] = name
         elif op == _OP_FUNCTION:
@@ -112,7 +112,8 @@ def lower_asm_calls(spirv: bytes) -> bytes:
     last_capability = max(k for k, op in enumerate(op_of) if op == _OP_CAPABILITY)
     last_annotation = max(k for k, op in enumerate(op_of[:first_function]) if op in _BEFORE_TYPES)
     caps = {w[starts[k] + 1] for k, op in enumerate(op_of[:first_function]) if op == _OP_CAPABILITY}
-    exts = {_string(w[starts[k] + 1:ends[k]]) for k, op in enumerate(op_of[:first_function]) if op == _OP_EXTENSION}
+    exts = {words_string(w[starts[k] + 1:ends[k]]) for k, op in enumerate(op_of[:first_function])
+            if op == _OP_EXTENSION}
     out = [array("I", header).tobytes()]
     skipping = False
     for k, op in enumerate(op_of):

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import knobs
 from ..errors import CompilationError, LaunchError, XekernError
+from .bench import do_bench
 from .jit import JITFunction
 
 
@@ -149,7 +150,6 @@ class Autotuner:
         return cfg
 
     def tune(self, key, grid, args, kwargs, values) -> Config:
-        from ..testing import do_bench
         configs = self.prune(self.configs, values) if self.prune else self.configs
         results = {}
         self.log(f"tuning {len(configs)} configs for {key}")

@@ -195,7 +195,7 @@ def grf_copts(device, grf_mode) -> str:
     """The driver options for ``grf_mode`` on ``device`` ('' on a CPU device or for None)."""
     if grf_mode is None or device.is_cpu:
         return ""
-    from ..lowering.grf import build_options
+    from ..tools.grf_options import build_options
     backend = "opencl" if "opencl" in str(device.backend).lower() else "level_zero"
     return build_options(grf_mode, backend)
 

@@ -109,7 +109,7 @@ def probe_spirv(target: Target) -> bytes:
         b = xl.make_tensor_descriptor(b_ptr, shape=(16, 32), strides=(32, 1), block_shape=(16, 16))
         c = xl.make_tensor_descriptor(c_ptr, shape=(8, 16), strides=(16, 1), block_shape=(8, 16))
         c.store((0, 0), xl.dot(a.load((0, 0)), b.load((0, 0))))
-    kernel = JITFunction(driver_probe, num_subgroups=1, debug=False, interpret=False)
+    kernel = JITFunction(driver_probe, num_subgroups=1, debug=False)
     f16 = xl.float16
     sig = dict(a_ptr=pointer(f16), b_ptr=pointer(f16), c_ptr=pointer(xl.float32))
     emitter = emitters.get("spirv-ext", target, DRIVERS["igc2"])

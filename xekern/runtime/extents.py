@@ -3,19 +3,11 @@
 ``xl.make_tensor_descriptor(x_ptr, shape=(M, N), strides=(LD, 1), ...)`` promises that ``x_ptr``
 points at ``1 + (M-1)*LD + (N-1)`` elements: loads and stores are bounds-checked against that
 shape, not against the allocation, so a buffer smaller than the shape is read and written past
-its end. When the promise can be evaluated at launch it is checked there, before anything runs.
-
-What is checked (sound: a reported error is a real overrun of the argument's declared extent):
-
-* descriptors created unconditionally at the top of the kernel (not inside ``if``/``for``),
-* whose base is a pointer parameter itself (not ``x_ptr + offset``),
-* whose shape and strides are constants or integer parameters (possibly truncated to 32 bits,
-  which is applied as the kernel applies it).
-
-What is not: descriptors on moved pointers, or with computed shapes/strides, or created under
-control flow; there the canary tests (tests/test_memory_safety.py) are the safety net. The
-extent of an argument is what it declares: a NumPy array's ``nbytes``; a device array's (or any
-``__sycl_usm_array_interface__`` object's) shape and strides — not the allocation behind a view.
+its end. The compiler records the descriptors whose promise a launch can evaluate
+(``lowering/launch_facts.descriptor_extents``: which ones, and why that is sound); each launch
+checks them here, before anything runs. The extent of an argument is what it declares: a NumPy
+array's ``nbytes``; a device array's (or any ``__sycl_usm_array_interface__`` object's) shape and
+strides — not the allocation behind a view.
 
 Example error::
 
@@ -24,31 +16,13 @@ Example error::
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import numpy as np
 
-from .. import ir
-from ..ir.terms import evaluate, term
+from ..ir.terms import evaluate
 from ..errors import LaunchError
 from . import arrays
-
-
-def descriptor_extents(func) -> List[list]:
-    """[param, shape terms, stride terms, "file:line"] for each checkable descriptor of ``func``."""
-    args = {id(a): a.hint for a in func.args}
-    out = []
-    for op in func.body.ops:
-        if not isinstance(op, ir.CreateNdTDescOp) or id(op.base) not in args:
-            continue
-        r = op.rank
-        terms = [term(v, args) for v in op.operands[1:1 + 2 * r]]
-        if any(t is None for t in terms):
-            continue
-        loc = getattr(op, "loc", None)
-        where = f"{loc.file}:{loc.line}" if loc is not None else "?"
-        out.append([args[id(op.base)], terms[:r], terms[r:], where])
-    return out
 
 
 def _declared_elements(v, name: str) -> Optional[int]:

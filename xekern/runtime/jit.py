@@ -1,4 +1,5 @@
-"""``@xk.jit``: binding launch arguments, specializing, caching, and launching kernels.
+"""``JITFunction``, what ``@xk.jit`` makes of a kernel: binding launch arguments, specializing, caching,
+and launching kernels.
 
 ``kernel[grid](*args, **constexprs, num_subgroups=, queue=, device=, target=)`` binds the
 arguments, computes the specialization key (argument dtypes, ints 32/64-bit and divisible by
@@ -21,19 +22,22 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import __version__, knobs
+from .. import knobs
 from ..errors import CompilationError, EmitterWarning, LaunchError
 from ..frontend.generator import MULTIPLES, ConstArg
-from ..ir import types as T
+from ..ir import FuncOp, print_func, types as T
 from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering import emitters
 from ..lowering.emitters import Driver
 from ..frontend.generator import compile_to_ir
-from ..lowering.pipeline import Asm, Compiled, Options, compile_kernel
+from ..compiler import compile_kernel
+from ..lowering.pipeline import Asm, Compiled, Options
 from ..lowering.surface_rules import surface_checks
 from ..targets import Target, get_target
+from ..version import __version__
 from . import arrays, device as dev, dlpack, driver_probe, extents, surfaces, writes
+from .launch import Launch, check_grid
 from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
@@ -43,18 +47,6 @@ _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-
-def cdiv(x: int, y: int) -> int:
-    """Ceiling division: ``xk.cdiv(n, BLOCK)`` workgroups cover ``n`` elements."""
-    return -(-x // y)
-
-
-def next_power_of_2(n: int) -> int:
-    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), like ``triton.next_power_of_2``:
-    ``BLOCK_SIZE = xk.next_power_of_2(n_cols)``."""
-    n = int(n)
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 class Param:
@@ -125,32 +117,6 @@ class CompiledKernel:
             self._kernels[id(queue)] = (k, queue)  # the queue is kept alive, so its id stays unique
             return k
         return k[0]
-
-
-class Launch:
-    """What ``kernel[grid](...)`` returns: the SYCL ``event`` and the compiled ``kernel``."""
-
-    __slots__ = ("kernel", "event")
-
-    def __init__(self, kernel: CompiledKernel, event):
-        self.kernel = kernel
-        self.event = event
-
-    @property
-    def asm(self) -> Asm:
-        return self.kernel.asm
-
-    def wait(self) -> "Launch":
-        if self.event is not None:
-            self.event.wait()
-        return self
-
-    @property
-    def elapsed_ns(self) -> int:
-        """Device time of the kernel from SYCL event profiling."""
-        self.wait()
-        p = self.event.profiling_info_end - self.event.profiling_info_start
-        return int(p)
 
 
 # ---- arguments -------------------------------------------------------------------------------
@@ -371,39 +337,17 @@ def _host_dlpack(params, values: list) -> list:
     return values if out is None else out
 
 
-def _check_grid(grid, meta) -> Tuple[int, ...]:
-    if type(grid) is tuple and all(type(g) is int and 0 < g <= _I32_MAX for g in grid) and 1 <= len(grid) <= 3:
-        return grid
-    if callable(grid):
-        grid = grid(meta)
-    if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
-        grid = (grid,)
-    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise LaunchError(f"the grid must be a tuple of 1 to 3 positive integers (or a function of the meta-"
-                          f"parameters returning one), got {grid!r}")
-    out = []
-    for g in grid:
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
-            raise LaunchError(f"grid dimensions must be integers, got {g!r} in {tuple(grid)!r}")
-        g = int(g)
-        if g <= 0:
-            raise LaunchError(f"grid {tuple(grid)!r} is empty or negative: every dimension must be >= 1 "
-                              f"(skip the launch when there is no work)")
-        if g > _I32_MAX:
-            raise LaunchError(f"grid dimension {g} exceeds the limit of {_I32_MAX} workgroups")
-        out.append(g)
-    return tuple(out)
-
-
-# ---- the decorator ----------------------------------------------------------------------------
+# ---- the kernel -------------------------------------------------------------------------------
 
 class JITFunction:
-    """A kernel. ``kernel[grid](*args)`` launches it; other ``@xk.jit`` functions call it inline."""
+    """A kernel. ``kernel[grid](*args)`` compiles it for the launch's device and launches it there;
+    other ``@xk.jit`` functions call it inline. (``@xk.jit`` makes one: ``xekern/decorator.py``.)"""
 
     __xekern_jit__ = True
+    interpret = False  # compiled for a device (the interpreter's kernels: interpreter/function.py)
 
     def __init__(self, fn, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-                 interpret: Optional[bool] = None, level: str = "workgroup"):
+                 level: str = "workgroup"):
         self.fn = fn
         if level not in LEVELS:
             raise CompilationError(f"kernel '{fn.__name__}': level={level!r} is not one of "
@@ -418,12 +362,6 @@ class JITFunction:
         # like Triton, the environment's knobs are read when the kernel is decorated
         self.debug = knobs.debug() if debug is None else bool(debug)
         self.target = target
-        self.interpret = knobs.interpret() if interpret is None else bool(interpret)
-        if self.interpret and self.level != "wg":
-            if interpret:
-                raise CompilationError(f"kernel '{fn.__name__}': the interpreter runs workgroup-level kernels "
-                                       f"only, not level={level!r}")
-            self.interpret = False  # XEKERN_INTERPRET applies to workgroup-level kernels; this one compiles
         sig = inspect.signature(fn)
         self.params = [Param(p, i) for i, p in enumerate(sig.parameters.values())]
         self.by_name = {p.name: p for p in self.params}
@@ -657,13 +595,21 @@ class JITFunction:
         cache.put(dkey, meta, c.spirv)
         return CompiledKernel(c.name, c.spirv, meta, c.asm, rebuild)
 
-    def run(self, grid, args, kwargs):
-        overrides = _NO_OVERRIDES
+    def launch_options(self, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+        """Take a launch's options (``num_subgroups=``, ``queue=``, ``target=``, ...: ``LAUNCH_OPTIONS``)
+        out of its keyword arguments; a kernel parameter of the same name stays an argument."""
         if kwargs and not _OPTION_SET.isdisjoint(kwargs):
-            overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = _host_dlpack(self.params, self.bind(args, kwargs))
-        if self.interpret:
-            return self._interpret(grid, values, overrides)
+            return {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
+        return _NO_OVERRIDES
+
+    def arguments(self, args, kwargs) -> list:
+        """A launch's argument values in parameter order: defaults filled in, arrays that only speak
+        DLPack taken as NumPy views (host) or zero-copy (oneAPI devices)."""
+        return _host_dlpack(self.params, self.bind(args, kwargs))
+
+    def run(self, grid, args, kwargs):
+        overrides = self.launch_options(kwargs)
+        values = self.arguments(args, kwargs)
         queue = overrides.get("queue")
         if queue is None:
             queue = _queue_of(values) if overrides.get("device") is None else None
@@ -725,25 +671,8 @@ class JITFunction:
         self._plain.pop(id(queue), None)
         return self.queue_options(queue, overrides)[1]
 
-    def _interpret(self, grid, values: list, overrides: Dict[str, Any]) -> Launch:
-        """Run on the host with NumPy. No SYCL device is needed: the target is ``target=`` /
-        ``XEKERN_TARGET``, else the queue's device if one is given, else the ``cpu`` record; and
-        ``device_print`` / ``device_assert`` always run (as in Triton's interpreter)."""
-        from ..interpreter import interpret_launch
-        name = overrides.get("target") or self.target or knobs.target()
-        queue = overrides.get("queue")
-        if name is not None:
-            target = get_target(name) if isinstance(name, str) else name
-        elif queue is not None:
-            target = dev.target_for(queue.sycl_device)
-        else:
-            target = get_target("cpu")
-        options = self.options(dict(overrides, debug=True), target)
-        key, runtime = self.specialize(values, options)
-        return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
-
     def _submit(self, ck: CompiledKernel, grid, values: list, runtime, queue) -> Launch:
-        g = _check_grid(grid, values if type(grid) is tuple else self.named(values))
+        g = check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
         copies: List[_NumpyCopy] = []
         if ck.extents:
@@ -781,7 +710,7 @@ class JITFunction:
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Compile for these arguments without launching."""
         overrides = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self.by_name}
-        values = _host_dlpack(self.params, self.bind(args, kwargs))
+        values = self.arguments(args, kwargs)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target, options = self.queue_options(queue, overrides)
         key, runtime = self.specialize(values, options)
@@ -796,9 +725,7 @@ class JITFunction:
         overrides = dict(overrides)
         if "queue" in kwargs and "queue" not in self.by_name:
             overrides["queue"] = kwargs.pop("queue")
-        values = _host_dlpack(self.params, self.bind(args, kwargs))
-        if self.interpret:
-            return self._interpret(grid, values, overrides)
+        values = self.arguments(args, kwargs)
         queue = overrides.get("queue") or _queue_of(values) or dev.queue_for(overrides.get("device"))
         target, options = self.queue_options(queue, overrides)
         got, runtime = self.specialize(values, options)
@@ -883,7 +810,7 @@ def _dumper(name: str):
     def dump(stage, text):
         if "all" not in stages and stage not in stages:
             return
-        text = str(text) if not hasattr(text, "attrs") else __import__("xekern").ir.print_func(text)
+        text = print_func(text) if isinstance(text, FuncOp) else str(text)
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
             with open(os.path.join(out_dir, f"{name}.{stage}.txt"), "w") as f:
@@ -928,24 +855,3 @@ def _hash_module_refs(tree, modname, mod, h, seen) -> None:
             elif isinstance(v, (int, float, bool, str)) and not mod.__name__.startswith("xekern"):
                 h.update(f"{modname}.{n.attr}={v!r};".encode())
 
-
-def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-        interpret: Optional[bool] = None, level: str = "workgroup"):
-    """Decorate a kernel, written at workgroup level (the default: whole tiles, distributed by the
-    compiler), at ``level="subgroup"`` (tiles are one subgroup's data) or at ``level="lane"`` (scalars
-    of one work item); see docs/levels.md.
-
-    Example::
-
-        @xk.jit
-        def add(x_ptr, y_ptr, out_ptr, n, BLOCK: xl.constexpr):
-            offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
-            xl.store(out_ptr + offs, xl.load(x_ptr + offs, mask=offs < n) + xl.load(y_ptr + offs, mask=offs < n),
-                     mask=offs < n)
-
-        add[(xk.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
-    """
-    def wrap(f):
-        return JITFunction(f, num_subgroups=num_subgroups, debug=debug, target=target, interpret=interpret,
-                           level=level)
-    return wrap(fn) if fn is not None else wrap

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import XekernError
-from ..lowering.grf import build_options
 from ..targets import Target, get_target
 from . import toolchain
+from .grf_options import build_options
 from .toolchain import Installed, ToolchainError
 
 # The -options spelling of each GRF mode. Verified with ocloc 22.43 / IGC 12504 (NumGRFRequired in
 # PTM.txt): "-ze-opt-large-register-file" and "-cl-intel-256-GRF-per-thread" both give 256 on pvc;
 # "-cl-intel-128-GRF-per-thread" gives 128. ocloc accepts unknown options silently, which is why
 # compile_isa checks NumGRFRequired afterwards.
-GRF_OPTIONS: Dict[int, str] = {m: build_options(m, "ocloc") for m in (128, 256)}  # lowering/grf.py
+GRF_OPTIONS: Dict[int, str] = {m: build_options(m, "ocloc") for m in (128, 256)}  # tools/grf_options.py
 
 TIMEOUT = 600.0  # seconds per tool run; IGC takes well under a second on small kernels
 

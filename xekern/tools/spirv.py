@@ -75,14 +75,14 @@ def instructions(spirv: bytes) -> List[Inst]:
     return out
 
 
-def _string(words) -> str:
+def words_string(words) -> str:
     """A literal string operand (UTF-8, NUL-terminated, padded to whole words)."""
     b = b"".join(struct.pack("<I", x) for x in words)
     return b.split(b"\0", 1)[0].decode()
 
 
 def string_words(s: str) -> List[int]:
-    """The words of a literal string operand (inverse of ``_string``)."""
+    """The words of a literal string operand (inverse of ``words_string``)."""
     data = s.encode("utf-8") + b"\0"
     data += b"\0" * (-len(data) % 4)
     return list(struct.unpack(f"<{len(data) // 4}I", data))
@@ -115,7 +115,7 @@ def capabilities(spirv: bytes) -> List[str]:
 
 
 def extensions(spirv: bytes) -> List[str]:
-    return [_string(i.words) for i in instructions(spirv) if i.opcode == _OP_EXTENSION]
+    return [words_string(i.words) for i in instructions(spirv) if i.opcode == _OP_EXTENSION]
 
 
 def check_ops(spirv: bytes) -> List[str]:
@@ -127,7 +127,7 @@ def check_ops(spirv: bytes) -> List[str]:
         if rid is not None:
             defs[rid] = i
     caps = {i.words[0] for i in insts if i.opcode == _OP_CAPABILITY}
-    exts = {_string(i.words) for i in insts if i.opcode == _OP_EXTENSION}
+    exts = {words_string(i.words) for i in insts if i.opcode == _OP_EXTENSION}
     problems = []
 
     def type_of(vid):
@@ -236,7 +236,8 @@ def without_intel_ops(spirv: bytes) -> bytes:
             continue
         if i.opcode == _OP_CAPABILITY and (i.words[0] in CAPABILITIES or i.words[0] == _ASM_CAPABILITY):
             continue
-        if i.opcode == _OP_EXTENSION and _string(i.words) in set(_EXTENSION.values()) | {"SPV_INTEL_inline_assembly"}:
+        if i.opcode == _OP_EXTENSION and \
+                words_string(i.words) in set(_EXTENSION.values()) | {"SPV_INTEL_inline_assembly"}:
             continue
         if i.opcode == _OP_DECORATE and i.words[1] == _ASM_SIDE_EFFECTS:
             continue
