@@ -1,4 +1,5 @@
 """A stable, MLIR-like text form of the IR, for dumps, ``kernel.asm`` and printed-IR tests.
+``parser.py`` reads it back: ``print_func(parse_func(text)) == text`` for every stage of every kernel.
 
     func.func @k(%x_ptr: !xegpu.ptr<f32>, %n: i32) attributes {level = "wg", multiple_of = {n = 16}} {
       %0 = gpu.block_id {dim = 0} : i32
@@ -9,7 +10,7 @@
       func.return
     }
 
-The text is complete (a parser can rebuild the IR from it) and unambiguous:
+The text is complete, so that passes can run on parsed IR:
 - an op's name; the attribute ``NAME_ATTRS`` shows with it is folded into the name (``arith.addf``:
   a BinaryOp of kind ``addf``) or follows it in angle brackets (``vector.multi_reduction <add>``);
 - every other attribute, sorted by name, except those that are None (None and absent read the same,
