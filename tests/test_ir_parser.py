@@ -105,7 +105,8 @@ def test_the_text_is_complete_and_unambiguous():
         '#xegpu.layout<sg_layout = [1], sg_data = [16], lane_layout = [16], lane_data = [1], order = [0]>>]}' in text
     for v in ("0.1", "1e-05", "-0.0", "inf", "-inf", "nan", "3e+300"):
         assert f"arith.constant {v} : f32" in text
-    assert 'debug.print %1 {count = 1, hex = false, prefix = "say \\"hi\\"\\\\ \\n\\tü // not a comment"} : f32' in text
+    assert ('debug.print %1 {count = 1, hex = false, prefix = "say \\"hi\\"\\\\ \\n\\tü // not a comment"} '
+            ': f32') in text
     assert "vector.multi_reduction <mul> " in text and "arith.cmpi <slt> " in text and "arith.cmpf <olt> " in text
     assert "flag = false" in text and "gone" not in text    # False is a value; None is no attribute
     assert "slm_block = [8, 16]" in text and "#xegpu.slice<#xegpu.layout<" in text
