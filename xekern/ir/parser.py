@@ -108,19 +108,12 @@ class _Parser:
                 return v
         raise self.sc.error(f"use of undefined value {m.group()}", pos)
 
-    def uses(self, close: str = "") -> List[Value]:
-        """``%a, %b, ...`` (up to ``close`` when given, which is consumed)."""
-        out: List[Value] = []
-        if close and self.sc.accept(close):
-            return out
-        while True:
+    def uses(self) -> List[Value]:
+        """``%a, %b, ...``: an op's operands."""
+        out = [self.use()]
+        while self.sc.accept(","):
             out.append(self.use())
-            if close and self.sc.accept(close):
-                return out
-            if not self.sc.accept(","):
-                if close:
-                    raise self.sc.expected(f"',' or '{close}' after an operand")
-                return out
+        return out
 
     def loc(self, pos: int) -> Loc:
         line, col = self.sc.line_col(pos)
