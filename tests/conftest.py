@@ -17,6 +17,23 @@ def pytest_report_header(config):
     return f"xekern test seed: {SEED} (rerun with XEKERN_TEST_SEED={SEED})"
 
 
+def pytest_configure(config):
+    """Record every kernel the session compiles, for test_ir_roundtrip.py (ir_corpus.py)."""
+    from ir_corpus import RECORDER
+    RECORDER.install()
+    config.pluginmanager.register(RECORDER, "xekern-kernel-recorder")
+
+
+def pytest_unconfigure(config):
+    from ir_corpus import RECORDER
+    RECORDER.uninstall()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """test_ir_roundtrip.py runs last: it checks every kernel the tests before it compiled."""
+    items.sort(key=lambda item: item.path.name == "test_ir_roundtrip.py")
+
+
 @pytest.fixture
 def rng(request):
     """Fresh random data every run; the seed is in the report header and in failure messages."""

@@ -61,13 +61,14 @@ def work(tmp_path_factory):
     return d
 
 
-def xekern(work, *args, env=None, ok=True):
-    """Run ``python -m xekern *args`` in ``work``; check the exit status (0, or 2 when ``ok`` is False)."""
+def xekern(work, *args, env=None, ok=True, input=None):
+    """Run ``python -m xekern *args`` in ``work`` (``input``: its stdin); check the exit status (0, or 2
+    when ``ok`` is False)."""
     e = {k: v for k, v in os.environ.items() if not k.startswith("XEKERN_")}  # only the knobs a test sets
     e.update(XEKERN_CACHE_DIR=str(work / "cache"), XEKERN_TOOLCHAIN_DIR=os.environ["XEKERN_TOOLCHAIN_DIR"],
              PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p), **(env or {}))
     r = subprocess.run([sys.executable, "-m", "xekern", *map(str, args)], cwd=work, capture_output=True, text=True,
-                       env=e, timeout=600)
+                       env=e, timeout=600, input=input)
     want = 0 if ok else 2
     assert r.returncode == want, f"exit {r.returncode}, expected {want}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert "Traceback" not in r.stderr, r.stderr
@@ -144,6 +145,56 @@ def test_isa_full_a_kernel_without_loop_and_the_target_from_xekern_target(work):
     assert out.startswith("add_kernel on dg2 (ocloc -device dg2-g10)") and "SIMD8" in out
 
 
+# ---- opt ---------------------------------------------------------------------------------------------
+
+def test_opt_runs_passes_on_a_printed_stage(work):
+    """compile --emit layout, then opt with the passes after it gives compile --emit lane; stdin, -o,
+    --list."""
+    layout = xekern(work, "compile", *GEMM, "--target", "pvc", "--emit", "layout").stdout
+    lane = xekern(work, "compile", *GEMM, "--target", "pvc", "--emit", "lane").stdout
+    (work / "gemm.ir").write_text(layout)
+    assert xekern(work, "opt", "-p", "sg,slm-barriers,inst,merge-block-messages,lane", "gemm.ir").stdout == lane
+    r = xekern(work, "opt", "-p", "sg,inst", "-", "-o", "inst.ir", input=layout)
+    assert (work / "inst.ir").read_text().startswith("func.func @gemm_desc(") and 'level = "inst"' in \
+        (work / "inst.ir").read_text() and r.stdout == ""
+    from xekern.lowering.pipeline import PASSES
+    assert xekern(work, "opt", "--list").stdout.split() == [p.name for p in PASSES]
+
+
+def test_opt_errors_are_one_line_with_their_place(work):
+    xegpu = xekern(work, "compile", "kern.py:add_kernel", "-s", ADD_SIG, "BLOCK=64", "--target", "pvc").stdout
+    (work / "add.ir").write_text(xegpu)
+    r = xekern(work, "opt", "-p", "sg", "add.ir", ok=False)   # wg-to-sg before layout propagation
+    assert r.stderr.startswith("xekern opt: error: add.ir:") and "pass 'sg': wg-to-sg: " in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and r.stdout == ""
+    (work / "bad.ir").write_text(xegpu.replace(" = arith.muli ", " = arith.mul ", 1))
+    line = next(i for i, ln in enumerate(xegpu.splitlines(), 1) if " = arith.muli " in ln)
+    r = xekern(work, "opt", "-p", "layout", "bad.ir", ok=False)
+    assert r.stderr == f"xekern opt: error: bad.ir:{line}:8: unknown op 'arith.mul'\n"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-p", "layout,nope", "x.ir"], "-p layout,nope: unknown pass 'nope'; passes: drop-breakpoints, surface-rules, "),
+    (["x.ir"], "give the passes to run: -p PASS[,PASS] (python -m xekern opt --list names them)"),
+    (["-p", "sg", "missing.ir"], "cannot read missing.ir: No such file or directory"),
+    (["-p", "sg", "x.ir"], "x.ir: pass 'sg' runs on wg-level IR, but @k is at level 'sg' (its 'level' attribute)"),
+    (["-p", "inst", "x.ir", "--target", "dg2"], "x.ir:2:3: the input does not verify: 'vector.step': invalid layout "
+                                               "for vector<16xi32, #xegpu.layout<lane_layout = [16], "),
+    (["-p", "inst", "nolevel.ir"], "@k has no 'target' attribute: give one (--target; targets: "),
+])
+def test_opt_errors_in_process(tmp_path, monkeypatch, capsys, args, message):
+    from xekern.__main__ import main
+    ir_text = ('func.func @k() attributes {level = "sg", num_subgroups = 1, sg_size = 16, target = "pvc"} {\n'
+               '  %0 = vector.step : vector<16xi32, #xegpu.layout<lane_layout = [16], lane_data = [1]>>\n'
+               '  func.return\n}\n')
+    (tmp_path / "x.ir").write_text(ir_text)
+    (tmp_path / "nolevel.ir").write_text(ir_text.replace(', target = "pvc"', ""))
+    monkeypatch.chdir(tmp_path)
+    assert main(["opt", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("xekern opt: error: " + message) and err.count("\n") == 1, err
+
+
 # ---- devices, cache, knobs ---------------------------------------------------------------------------
 
 def test_devices_lists_the_cpu_device_targets_and_the_default(work):
@@ -191,7 +242,7 @@ def test_knobs_lists_every_variable_with_its_value_and_doc(work):
     assert "0 disables the on-disk cache" in out
 
 
-@pytest.mark.parametrize("command", ["devices", "compile", "isa", "cache", "knobs"])
+@pytest.mark.parametrize("command", ["devices", "compile", "isa", "opt", "cache", "knobs"])
 def test_every_command_has_help_with_examples(work, command):
     out = xekern(work, command, "--help").stdout
     assert "example" in out and f"python -m xekern {command}" in out

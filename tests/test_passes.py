@@ -285,12 +285,13 @@ def test_merge_block_messages_where_the_emitter_says_so():
                                                        ("bmg", None, ((4, 2), 1), ((2, 2), 2))):
         merged = loads(t, e)
         a_grid, b_grid = ", ".join(map(str, a_grid)), ", ".join(map(str, b_grid))
-        a = [ln for ln in merged if f"block_grid = [{a_grid}]}}" in ln and
+        a = [ln for ln in merged if f"block_grid = [{a_grid}], packed = false}}" in ln and
              re.search(rf"%\d+:{8 // a_count} = ", ln)]
         b = [ln for ln in merged if f"block_grid = [{b_grid}], packed = true" in ln and
              re.search(rf"%\d+:{8 // b_count} = ", ln)]
         assert len(merged) == a_count + b_count and len(a) == a_count and len(b) == b_count, (t, e, merged)
-        check("\n".join(merged), rf"xegpu.load_nd .*\{{block_grid = \[{a_grid}\]\}} : \(!xegpu.tensor_desc<8x16xbf16",
+        check("\n".join(merged), rf"xegpu.load_nd .*\{{block_grid = \[{a_grid}\], packed = false\}} : "
+              r"\(!xegpu.tensor_desc<8x16xbf16",
               rf"xegpu.load_nd .*\{{block_grid = \[{b_grid}\], packed = true\}} : \(!xegpu.tensor_desc<16x16xbf16")
     single = loads("cpu")
     assert len(single) == 16 and not any("block_grid" in ln for ln in single), single

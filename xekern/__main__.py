@@ -7,11 +7,13 @@ Every subcommand has ``--help`` with examples::
         BLOCK=1024 --target pvc --emit layout
     python -m xekern isa --target pvc gemm.py:gemm -s "a_ptr=*bf16,b_ptr=*bf16,c_ptr=*fp32,M=i32,N=i32,K=i32" \\
         BM=256 BN=256 BK=32 --grf 256
+    python -m xekern opt -p sg,inst kernel.ir
     python -m xekern cache info
     python -m xekern knobs
 
 A mistake on the command line or in a kernel (a bad ``FILE:KERNEL``, an unknown type, a
-``CompilationError`` with the kernel's file and line, a failing offline GPU tool) is one paragraph
+``CompilationError`` with the kernel's file and line, IR text that does not parse or a pass that fails
+on it, with its ``file:line:col``, a failing offline GPU tool) is one paragraph
 on stderr and exit status 2; ``--debug`` shows the Python traceback as well. An unexpected failure
 inside xekern exits with status 1.
 """
@@ -30,7 +32,11 @@ from typing import Any, Dict, List, Optional, Tuple
 import xekern as xk
 from xekern import knobs
 from xekern.errors import XekernError
+from xekern.ir import ParseError
 from xekern.ir import types as T
+from xekern.lowering import opt
+from xekern.lowering.emitters import NAMES as EMITTERS
+from xekern.lowering.opt import OptError
 from xekern.lowering.pipeline import PASS_NAMES
 
 # the frontend's IR, every pass's stage (in pipeline order), then codegen's
@@ -40,6 +46,10 @@ EMITS = STAGES + ("isa", "spv")
 
 class UsageError(XekernError):
     """A mistake on the command line: a bad FILE:KERNEL, type spelling, value or option."""
+
+
+# errors whose message says what they are (printed without their class name)
+QUIET_ERRORS = (UsageError, xk.LaunchError, ParseError, OptError)
 
 
 # ---- types and values ------------------------------------------------------------------------------
@@ -331,6 +341,29 @@ def cmd_isa(args) -> int:
     return 0
 
 
+def cmd_opt(args) -> int:
+    if args.list:
+        print("\n".join(opt.pass_names()))
+        return 0
+    if not args.passes:
+        raise UsageError("give the passes to run: -p PASS[,PASS] (python -m xekern opt --list names them)")
+    names = [n.strip() for n in args.passes.split(",")]
+    opt.lookup(names)
+    if args.file is None:
+        raise UsageError("give the IR file to read (- for stdin), as printed by: python -m xekern compile ... "
+                         "--emit STAGE")
+    if args.file == "-":
+        text, file = sys.stdin.read(), "<stdin>"
+    else:
+        try:
+            with open(args.file) as f:
+                text, file = f.read(), args.file
+        except OSError as e:
+            raise UsageError(f"cannot read {args.file}: {e.strerror}") from None
+    _write(opt.opt_text(text, names, file, args.target, args.num_subgroups, args.emitter), args.output)
+    return 0
+
+
 # ---- devices, cache, knobs -------------------------------------------------------------------------
 
 def cmd_devices(args) -> int:
@@ -441,6 +474,17 @@ kernel and its innermost loop (the K loop of a GEMM), and the dpas share of that
 offline GPU toolchain: python -m xekern toolchain install (IGC 2.x by default; --compiler 12504 for
 Debian 12's).
 """
+OPT_EXAMPLES = """examples:
+  python -m xekern compile k.py:add_kernel -s "*fp32,*fp32,*fp32,i32" BLOCK=64 --target pvc --emit layout > k.ir
+  python -m xekern opt -p sg k.ir                    # k.ir after wg-to-sg
+  python -m xekern opt -p sg,inst,lane k.ir -o lane.ir
+  python -m xekern compile ... --emit xegpu | python -m xekern opt -p layout,sg --num-subgroups 8 -
+  python -m xekern opt --list                        # the pass names, in pipeline order
+
+The options a pass needs come from the function's attributes (target = "pvc", num_subgroups = 4),
+which --target and --num-subgroups override; --emitter names the emitter whose policy the passes
+follow (default: the target's, as compile uses).
+"""
 
 
 def _kernel_args(p: argparse.ArgumentParser, target_default_help: str) -> None:
@@ -500,6 +544,23 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", metavar="DIR", help="keep ocloc's intermediate files in DIR")
     p.set_defaults(func=cmd_isa, target=None, parser=p)
 
+    p = sub.add_parser("opt", parents=[common], formatter_class=raw, epilog=OPT_EXAMPLES,
+                       help="run passes of the pipeline on IR text",
+                       description="Read a function's IR (as compile --emit prints it), run the named passes "
+                                   "of the pipeline in the given order, verifying the IR after each, and print "
+                                   "the result.")
+    p.add_argument("file", nargs="?", metavar="FILE.ir", help="the IR text; - for stdin")
+    p.add_argument("-p", "--passes", metavar="PASS[,PASS]", help="the passes to run, by stage name (--list)")
+    p.add_argument("--list", action="store_true", help="print the pass names and exit")
+    p.add_argument("--target", choices=list(xk.targets), help="the target (default: the function's target "
+                   "attribute)")
+    p.add_argument("--num-subgroups", type=int, metavar="N", help="subgroups per workgroup (default: the "
+                   "function's num_subgroups attribute)")
+    p.add_argument("--emitter", choices=EMITTERS, help="the emitter whose policy the passes follow (default: "
+                   "the target's)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of stdout")
+    p.set_defaults(func=cmd_opt, parser=p)
+
     p = sub.add_parser("cache", parents=[common], formatter_class=raw, help="the on-disk kernel cache",
                        description="Show (info) or empty (clear) the on-disk kernel cache in XEKERN_CACHE_DIR "
                                    "(default ~/.cache/xekern).",
@@ -549,7 +610,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.debug:
             traceback.print_exc()
         text = str(e).rstrip() or type(e).__name__
-        kind = "" if isinstance(e, (UsageError, xk.LaunchError)) else f"{type(e).__name__}: "
+        kind = "" if isinstance(e, QUIET_ERRORS) else f"{type(e).__name__}: "
         print(f"xekern {args.command}: error: {kind}{text}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

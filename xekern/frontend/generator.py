@@ -890,8 +890,12 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     arg_names = [a.arg for a in tree.args.args]
     runtime = [n for n in arg_names if not isinstance(signature.get(n), _ConstArg)]
     level = getattr(options, "level", "wg")
+    # what the IR was built for, so that a pass run on its printed text (python -m xekern opt) decides
+    # as the compilation did: the target, the emitter, the level the kernel is written at
     attrs = {"num_subgroups": options.num_subgroups, "sg_size": options.target.sg_size,
-             "target": options.target.name, "level": level}
+             "target": options.target.name, "level": level, "kernel_level": level}
+    if getattr(options, "emitter", None) is not None:
+        attrs["emitter"] = options.emitter.name
     multiples = {n: m for n, m in (signature.get(MULTIPLES) or {}).items() if n in runtime and m > 1}
     if multiples:  # what the specialization knows of integer arguments (ir.terms.known_multiple)
         attrs["multiple_of"] = dict(sorted(multiples.items()))

@@ -1,5 +1,6 @@
 """xekern's IR: XeGPU-level ops on tiles that carry layouts (seeds 000/001), plus the
-arith/math/vector/scf/gpu ops they need. ``print_func`` gives the stable text form."""
+arith/math/vector/scf/gpu ops they need. ``print_func`` gives the stable text form, ``parse_func``
+reads it back."""
 from .core import Block, Builder, IRError, Loc, Op, Value, users
 from .layout import Layout, LayoutError, SliceLayout
 from .ops_arith import BinaryOp, CastOp, CmpOp, ConstantOp, FmaOp, SelectOp, UnaryOp, cast_kind
@@ -15,6 +16,7 @@ from .ops_xegpu import (AddPtrOp, AllocNBarrierOp, AtomicRMWOp, CompileHintOp, C
                         CreateTDescOp, DpasOp, FenceOp, InitNBarrierOp, LoadGatherOp, LoadMatrixOp, LoadNdOp,
                         NBarrierArriveOp, NBarrierWaitOp, PrefetchNdOp, PrefetchOp, StoreMatrixOp, StoreNdOp,
                         StoreScatterOp, UpdateNdOffsetOp, UpdateOffsetOp)
+from .parser import ParseError, parse_func
 from .printer import print_func
 from .types import (DType, MemDescType, NBarrierType, PointerType, PrivateArrayType, TensorDescType, Type, VectorType,
                     elem_of, shape_of)

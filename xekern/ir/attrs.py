@@ -24,8 +24,9 @@ FRONTEND = "frontend"
 
 @dataclass(frozen=True)
 class Attr:
-    """One declared attribute: its ``name``, the Python type(s) of its value (``None`` allowed where
-    ``kind`` includes ``NONE``), the stages that may add it, and what it means."""
+    """One declared attribute: its ``name``, the Python type(s) of its value, the stages that may
+    add it, and what it means. ``None`` is always allowed: it reads as the attribute's absence (the
+    printer leaves it out)."""
 
     name: str
     kind: Union[type, Tuple[type, ...]]
@@ -33,7 +34,9 @@ class Attr:
     doc: str = ""
 
     def check(self, value) -> str:
-        """'' when ``value`` has a declared type, else why not."""
+        """'' when ``value`` has a declared type (or is None), else why not."""
+        if value is None:
+            return ""
         if isinstance(value, self.kind) and not (isinstance(value, bool) and bool not in _kinds(self.kind)
                                                  and int in _kinds(self.kind)):
             return ""

@@ -13,7 +13,9 @@ class FuncOp(Op):
 
     NAME = "func.func"
     ATTRS = (Attr("sym_name", str), Attr("level", str, doc="wg, sg, inst or lane: the IR level"),
-             Attr("target", str), Attr("num_subgroups", int), Attr("sg_size", int),
+             Attr("kernel_level", str, doc="wg, sg or lane: the level the kernel is written at (@xk.jit(level=))"),
+             Attr("target", str), Attr("emitter", str, doc="how codegen reaches the hardware (lowering/emitters.py)"),
+             Attr("num_subgroups", int), Attr("sg_size", int),
              Attr("multiple_of", dict, doc="integer argument -> a number it is a multiple of (specialization)"))
 
     def __init__(self, name: str, arg_types: Sequence[Type], arg_names: Sequence[str],
