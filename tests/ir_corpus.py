@@ -21,6 +21,7 @@ import xekern as xk
 import xekern.language as xl
 import xekern.runtime.jit as jitmod
 from xekern import ir
+from xekern.compiler import compile_kernel
 from xekern.lowering import pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,12 +120,12 @@ def ir_stages(rec: Record) -> Dict[str, str]:
     def dump(stage, what):
         nonlocal last
         if stage == "xegpu":   # (the frontend's function, before the passes of its level)
-            last = pipeline.passes_from(what.attrs.get("level", "wg"))[-1][0]
+            last = pipeline.passes_for(what.attrs.get("level", "wg"))[-1].name
         out[stage] = what if isinstance(what, str) else ir.print_func(what)
         if stage == last:
             raise _Enough
     try:
-        pipeline.compile_kernel(rec.jit, rec.signature, rec.options, dump=dump)
+        compile_kernel(rec.jit, rec.signature, rec.options, dump=dump)
     except _Enough:
         pass
     return out
