@@ -60,6 +60,9 @@ def test_cross_subgroup_reductions_use_slm_and_barriers(target):
     r = isa(colsum_kernel, dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32, BM=64, BN=32), target)
     assert r.counts.barriers >= 1 and r.has_barriers, r.summary()
     assert any(k.startswith(("store.slm", "load.slm")) for k in r.counts.sends), r.summary()
+    # only SLM crosses subgroups: the barriers fence SLM, never global memory (a device-scope fence
+    # would invalidate L1 on pvc)
+    assert not [k for k in r.counts.sends if k.startswith("fence") and not k.endswith(".slm")], r.summary()
 
 
 @pytest.mark.parametrize("target", ["pvc", "dg2"])

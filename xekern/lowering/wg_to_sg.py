@@ -134,7 +134,7 @@ class WgToSg(Splitter):
         for i, p in enumerate(partials):
             origin = self.origin(rs, i) if rs is not None else ()
             self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(row)] + [self.i32(o) for o in origin])
-        self.b.create(ir.BarrierOp)
+        self.local_barrier()
         kind = combine_kind(op.kind, src_t.elem)
         out = []
         for i, p in enumerate(partials):
@@ -144,8 +144,15 @@ class WgToSg(Splitter):
                 v = self.b(ir.LoadMatrixOp, mem, [self.i32(k)] + [self.i32(o) for o in origin], p.type)
                 acc = v if acc is None else self.b(ir.BinaryOp, kind, acc, v)
             out.append(acc)
-        self.b.create(ir.BarrierOp)
+        self.local_barrier()
         return out
+
+    def local_barrier(self) -> Op:
+        """A barrier that orders SLM only (``memory = "local"``): what crosses subgroups here goes
+        through SLM, so no global memory fence (a device-scope fence invalidates L1 on pvc)."""
+        bar = self.b.create(ir.BarrierOp)
+        bar.attrs["memory"] = "local"
+        return bar
 
     def rule_id_tile(self, op: ir.IdTileOp):
         """Subgroup ids are the subgroup's ``gpu.subgroup_id`` in every element it holds."""
@@ -179,12 +186,10 @@ class WgToSg(Splitter):
         ss, rs = self._split_of(src, op), self._split_of(res, op)
         for i, p in enumerate(self.all(src)):
             self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in self.origin(ss, i)])
-        first = self.b.create(ir.BarrierOp)
-        first.attrs["memory"] = "local"  # only SLM crosses: no global fence
+        first = self.local_barrier()
         out = [self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in self.origin(rs, i)], rs.piece_type)
                for i in range(rs.count)]
-        bar = self.b.create(ir.BarrierOp)
-        bar.attrs["memory"] = "local"
+        bar = self.local_barrier()
         if private:
             first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
         return [out]
