@@ -477,10 +477,12 @@ def _ocloc_failed(inst: Installed, t: Target, device: str, out: str) -> IsaError
     return IsaError(f"ocloc could not compile the module for {device} (target {t.name}; {inst.label}):\n{out.strip()}")
 
 
-def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_mode: Optional[int] = None,
+def compile_isa(spirv: Union[bytes, OpenCLSource], kernel_name: str, target: Union[Target, str],
+                grf_mode: Optional[int] = None,
                 options: str = "", work_dir: Optional[str] = None, compiler: Optional[str] = None,
                 iga_options: Sequence[str] = ()) -> IsaReport:
-    """Compile SPIR-V with ocloc for ``target``, disassemble ``kernel_name`` and summarize it.
+    """Compile SPIR-V (or ``OpenCLSource``) with ocloc for ``target``, disassemble ``kernel_name`` and
+    summarize it.
 
     ``compiler`` is ``current`` (IGC 2.x, the default when installed) or ``12504`` (Debian 12's),
     from ``python -m xekern toolchain install``. ``grf_mode`` (128 or 256, one of
@@ -516,13 +518,21 @@ def compile_isa(spirv: bytes, kernel_name: str, target: Union[Target, str], grf_
     return r
 
 
-def _ocloc_compile(d: str, spirv: bytes, t: Target, opts: str, inst: Installed,
+class OpenCLSource(str):
+    """OpenCL C source text, which ``compile_isa`` compiles instead of SPIR-V (``ocloc`` takes both):
+    for reference kernels written by hand (``benchmarks/memory_bound.py``)."""
+
+
+def _ocloc_compile(d: str, spirv: Union[bytes, OpenCLSource], t: Target, opts: str, inst: Installed,
                    env: Optional[Dict[str, str]] = None) -> Tuple[str, List[str]]:
-    """Run ``ocloc compile`` in ``d``; (its output, the binaries written)."""
-    with open(os.path.join(d, "k.spv"), "wb") as f:
+    """Run ``ocloc compile`` in ``d`` on SPIR-V (or OpenCL C source); (its output, the binaries written)."""
+    source = isinstance(spirv, OpenCLSource)
+    name = "k.cl" if source else "k.spv"
+    with open(os.path.join(d, name), "w" if source else "wb") as f:
         f.write(spirv)
     out_dir = os.path.join(d, "bin")
-    args = ["compile", "-file", "k.spv", "-spirv_input", "-device", t.ocloc_device, "-output", "k", "-out_dir", out_dir]
+    args = ["compile", "-file", name] + ([] if source else ["-spirv_input"]) + \
+        ["-device", t.ocloc_device, "-output", "k", "-out_dir", out_dir]
     if opts:
         args += ["-options", opts]
     r = _run(inst.command("ocloc", args), d, "ocloc compile", env)
