@@ -137,7 +137,9 @@ def test_isa_summary_of_a_gemm_shows_dpas_in_its_k_loop(work):
 
 
 def test_isa_full_a_kernel_without_loop_and_the_target_from_xekern_target(work):
-    out = xekern(work, "isa", "kern.py:add_kernel", "-s", ADD_SIG, "BLOCK=256", "--full").stdout
+    # (one slot per lane: no block run, so no loop that takes a run slot by slot at an edge)
+    out = xekern(work, "isa", "kern.py:add_kernel", "-s", ADD_SIG, "BLOCK=16", "--num-subgroups", "1",
+                 "--full").stdout
     isa_text, _, summary = out.partition("add_kernel on pvc")
     assert re.search(r"^\s*send\.ugm", isa_text, re.M) and summary
     assert "no loop in this kernel" in summary and "dpas share" not in summary

@@ -105,11 +105,11 @@ def test_named_barriers_are_hardware_barriers():
 @xk.jit
 def hinted(x_ptr, y_ptr, o_ptr, BLOCK: xl.constexpr, HINT: xl.constexpr):
     r = xl.arange(0, BLOCK)
-    a = xl.load(x_ptr + r)
+    a = xl.load(x_ptr + 2 * r)      # (strided: one gather per slot, which the test counts)
     a = a * a + 1.0
     if HINT:
         xl.compile_hint()
-    b = xl.load(y_ptr + r)
+    b = xl.load(y_ptr + 2 * r)
     xl.store(o_ptr + r, a + b)
 
 

@@ -59,3 +59,5 @@ USER_LAYOUT = Attr("layout", LAYOUT, (FRONTEND,), "the layout the user gave")
 BLOCKS = (Attr("block_index", tuple, ("inst",), "the block's place in its tile's grid of blocks"),
           Attr("block_count", tuple, ("inst",), "the tile's grid of blocks"),
           Attr("block_grid", tuple, ("merge-block-messages",), "blocks (rows, cols) read by this one message"))
+# the slots of a pointer tile's access that one sub-group block message each moves (``coalesce``)
+BLOCK_RUNS = Attr("block_runs", tuple, ("coalesce",), "[first slot, count] of each run one block message moves")

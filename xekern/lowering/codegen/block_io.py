@@ -88,10 +88,16 @@ def _name(kind: str, bits: int, n: int, space: int) -> Tuple[str, ll.Type]:
     return f"_Z{len(base)}{base}PU3AS{space}{m}{m if n == 1 else f'Dv{n}_{m}'}", vt
 
 
+def read_vector(cg, ptr, bits: int, n: int, space: int):
+    """``n`` rows from ``ptr`` (an element pointer in ``space``): this lane's ``n`` integers, as the
+    builtin returns them (one integer, or a vector of ``n``)."""
+    name, vt = _name("read", bits, n, space)
+    return cg.call(name, vt, [ptr], convergent=True)
+
+
 def read(cg, ptr, bits: int, n: int, space: int) -> List:
     """``n`` rows from ``ptr`` (an element pointer in ``space``): this lane's ``n`` integers."""
-    name, vt = _name("read", bits, n, space)
-    v = cg.call(name, vt, [ptr], convergent=True)
+    v = read_vector(cg, ptr, bits, n, space)
     return [v] if n == 1 else [cg.b.extract_element(v, cg.i32(i)) for i in range(n)]
 
 

@@ -10,7 +10,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import DType, MemDescType, elem_of
 from ..rewrite import PassError
-from . import block_io, slm_read
+from . import block_io, pointer_blocks, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from ..messages import lane_offsets, origin_multiple_of
 from .memory import load_elem, slm_offset, slot_coords, store_elem, zero
@@ -53,13 +53,21 @@ def _load_gather(cg: CodeGen, op: ir.LoadGatherOp):
     other = cg.slots(op.operands[2]) if len(op.operands) > 2 else None
     chunk = d.type.chunk_size
     et = mem_type(t)
-    out = []
-    for i, (p, m) in enumerate(zip(_addresses(cg, d), masks)):
+
+    def slot(i: int) -> List:   # slot i's chunk, element by element, each behind its mask
+        p = cg.gep(d.base, et, d.offsets[i])
+        vals = []
         for c in range(chunk):
             q = p if c == 0 else cg.gep(p, et, ll.Constant(I64, c))
             k = i * chunk + c
             fallback = other[k] if other is not None else zero(t)
-            out.append(cg.masked(m, lambda q=q: load_elem(cg, q, t), fallback))
+            vals.append(cg.masked(masks[i], lambda q=q: load_elem(cg, q, t), fallback))
+        return vals
+    runs = op.attrs.get("block_runs") or ()
+    got = pointer_blocks.load_runs(cg, d, op.operands[1], masks, other, runs)
+    out = []
+    for i in range(len(d.offsets)):
+        out.extend([got[i]] if i in got else slot(i))
     return [out]
 
 
@@ -71,12 +79,19 @@ def _store_scatter(cg: CodeGen, op: ir.StoreScatterOp):
     t = d.type.elem
     chunk = d.type.chunk_size
     et = mem_type(t)
-    for i, (p, m) in enumerate(zip(_addresses(cg, d), masks)):
-        def st(p=p, i=i):
+
+    def slot(i: int) -> None:
+        def st():
+            p = cg.gep(d.base, et, d.offsets[i])
             for c in range(chunk):
                 q = p if c == 0 else cg.gep(p, et, ll.Constant(I64, c))
                 store_elem(cg, vals[i * chunk + c], q, t)
-        cg.masked(m, st)
+        cg.masked(masks[i], st)
+    runs = op.attrs.get("block_runs") or ()
+    done = pointer_blocks.store_runs(cg, d, vals, op.operands[2], masks, runs)
+    for i in range(len(d.offsets)):
+        if i not in done:
+            slot(i)
     return []
 
 

@@ -1,0 +1,193 @@
+"""Pointer-tile slots moved by sub-group block messages (``block_runs``, pass ``coalesce``).
+
+A run of ``k`` slots whose lane ``l`` holds elements ``base + j * sg + l`` is one
+``intel_sub_group_block_read/write`` of ``k`` rows when, at run time, every lane of the run is
+unmasked and the run's first element is 16-byte aligned (``block_io.ALIGN_BYTES``): one uniform test
+per run (``run_masks``: a scalar bound check, or a vote of the lanes) chooses the message; otherwise
+the run's slots go one by one in a loop (an edge of the tile, where code size matters more):
+
+    if (mask holds on the whole run && (addr & 15) == 0)  v = block_read_k(addr)
+    else  for j in 0..k-1: if (mask_j) v[j] = base[off_0 + j * sg]      (a loop, not unrolled)
+
+Slot ``j``'s offset is the first slot's plus ``j * sg`` (the run's definition), so the loop needs
+none of the other slots' offsets, and its mask comes from the plan (or the slots' masks).
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence
+
+from llvmlite import ir as ll
+
+from ... import ir
+from ...ir.types import DType
+from . import block_io, run_masks
+from .core import CodeGen, ScatterDesc, ll_type, mem_type
+from .memory import store_elem, zero
+from .ocl import I32, I64
+
+_BROADCAST_LONG = "_Z19sub_group_broadcastlj"   # long sub_group_broadcast(long, uint)
+
+
+def _from_int(cg: CodeGen, v, t: DType):
+    lt = ll_type(t)
+    return v if lt == v.type else cg.b.bitcast(v, lt)
+
+
+def _to_int(cg: CodeGen, v, t: DType):
+    it = ll.IntType(t.bits)
+    return v if v.type == it else cg.b.bitcast(v, it)
+
+
+def _run_pointer(cg: CodeGen, d: ScatterDesc, first: int):
+    """The run's first element, lane 0's (the block message reads its pointer from one lane), as a
+    pointer to integers of the element's width (the block builtins' type), and whether it is 16-byte
+    aligned."""
+    off0 = cg.call(_BROADCAST_LONG, I64, [d.offsets[first], cg.i32(0)], convergent=True)
+    p = cg.gep(d.base, ll.IntType(d.type.elem.bits), off0)
+    low = cg.b.and_(cg.b.ptrtoint(p, I64), ll.Constant(I64, block_io.ALIGN_BYTES - 1))
+    return p, cg.b.icmp_unsigned("==", low, ll.Constant(I64, 0))
+
+
+def _choose(cg: CodeGen, ok, block: Callable[[], List], element: Callable[[], List]) -> List:
+    """``ok ? block() : element()`` as a branch; the values of both, merged (phis)."""
+    fn = cg.fn
+    on, off, done = (fn.append_basic_block(x) for x in ("block_io", "by_slot", "runs_done"))
+    cg.b.cbranch(ok, on, off)
+    cg.b.position_at_end(on)
+    a = block()
+    a_end = cg.b.block
+    cg.b.branch(done)
+    cg.b.position_at_end(off)
+    b = element()
+    b_end = cg.b.block
+    cg.b.branch(done)
+    cg.b.position_at_end(done)
+    out = []
+    for x, y in zip(a or [], b or []):
+        phi = cg.b.phi(x.type)
+        phi.add_incoming(x, a_end)
+        phi.add_incoming(y, b_end)
+        out.append(phi)
+    return out
+
+
+def _unknowable_zero(cg: CodeGen):
+    """0, as a value the driver's compiler cannot fold: an inline-vISA ``mov`` where the driver takes
+    inline vISA (IGC knows the sub-group id's range and would fold ``sub_group_id >> 31``), else that."""
+    def make():
+        if cg.emitter.driver.inline_visa:
+            return cg.asm(I32, "mov (M1_NM, 1) $0(0,0)<1> 0x0:ud", "=rw", [])
+        return cg.b.lshr(cg.sg_id(), cg.i32(31))
+    return cg.cached("unknowable_zero", make)
+
+
+def _slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
+    """``for j in 0..k-1: acc = body(j, acc)`` as a loop whose trip count the driver's compiler cannot
+    see (``k`` plus a zero it cannot prove), so that it is not unrolled back into ``k`` copies."""
+    pre = cg.b.block
+    n = cg.b.add(cg.i32(k), _unknowable_zero(cg))
+    head, done = cg.fn.append_basic_block("slot_loop"), cg.fn.append_basic_block("slot_loop_done")
+    cg.b.branch(head)
+    cg.b.position_at_end(head)
+    j = cg.b.phi(I32)
+    j.add_incoming(cg.i32(0), pre)
+    a = None
+    if acc is not None:
+        a = cg.b.phi(acc.type)
+        a.add_incoming(acc, pre)
+    a2 = body(j, a)
+    nxt = cg.b.add(j, cg.i32(1))
+    j.add_incoming(nxt, cg.b.block)
+    if a is not None:
+        a.add_incoming(a2, cg.b.block)
+    cg.b.cbranch(cg.b.icmp_unsigned("<", nxt, n), head, done)
+    cg.b.position_at_end(done)
+    return a2
+
+
+def _vector(cg: CodeGen, vals: Sequence, t: ll.Type):
+    v = ll.Constant(ll.VectorType(t, len(vals)), None)
+    for j, x in enumerate(vals):
+        v = cg.b.insert_element(v, x, cg.i32(j))
+    return v
+
+
+def _slot_masks(cg: CodeGen, p, masks, slots):
+    """``j -> this lane's mask at the run's slot j``: from the plan, or from the slots' masks."""
+    if p is not None:
+        return lambda j: run_masks.slot_mask(cg, p, j)
+    vec = _vector(cg, [masks[s] for s in slots], ll.IntType(1))
+    return lambda j: cg.b.extract_element(vec, j)
+
+
+def _slot_address(cg: CodeGen, d: ScatterDesc, first: int, j):
+    step = cg.b.mul(cg.b.zext(j, I64), ll.Constant(I64, cg.target.sg_size))
+    return cg.gep(d.base, mem_type(d.type.elem), cg.b.add(d.offsets[first], step))
+
+
+def _loop_loads(cg: CodeGen, d: ScatterDesc, p, masks, other, slots: Sequence[int]):
+    """The run's slots one by one, each behind its mask (masked-off: ``other`` or zero): a vector of
+    the run's ``k`` values (as integers of the element's width)."""
+    t = d.type.elem
+    it = ll.IntType(t.bits)
+    mask_at = _slot_masks(cg, p, masks, slots) if p is not True else None
+    init = _vector(cg, [_to_int(cg, other[s] if other is not None else zero(t), t) for s in slots], it)
+
+    def body(j, acc):
+        def load():
+            v = cg.b.load(_slot_address(cg, d, slots[0], j), typ=it, align=max(1, t.itemsize))
+            return cg.b.insert_element(acc, v, j)
+        return load() if mask_at is None else cg.masked(mask_at(j), load, acc)
+    return _slot_loop(cg, len(slots), body, init)
+
+
+def _loop_stores(cg: CodeGen, d: ScatterDesc, vals, p, masks, slots: Sequence[int]) -> None:
+    t = d.type.elem
+    mask_at = _slot_masks(cg, p, masks, slots) if p is not True else None
+    valv = _vector(cg, [vals[s] for s in slots], ll_type(t))
+
+    def body(j, _):
+        def store():
+            store_elem(cg, cg.b.extract_element(valv, j), _slot_address(cg, d, slots[0], j), t)
+        if mask_at is None:
+            store()
+        else:
+            cg.masked(mask_at(j), store)
+    _slot_loop(cg, len(slots), body)
+
+
+def _test(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, slots):
+    """(the run's pointer, whether the block message may move the run, the mask's plan)."""
+    ptr, aligned = _run_pointer(cg, d, slots[0])
+    unmasked, p = run_masks.run_test(cg, mask, masks, slots)
+    return ptr, (aligned if unmasked is None else cg.b.and_(aligned, unmasked)), p
+
+
+def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, other, runs) -> dict:
+    """slot -> loaded value for the slots of ``runs`` (each ``(first, count)``); ``mask`` is the
+    load's mask (its lane-level IR value, None: none), ``masks`` its slots."""
+    t = d.type.elem
+    out = {}
+    for first, k in runs:
+        slots = list(range(first, first + k))
+        ptr, ok, p = _test(cg, d, mask, masks, slots)
+        # both paths give the run as one vector of k integers, merged by one phi: the slots are its
+        # elements (register regions, no copies)
+        vec = _choose(cg, ok, lambda: [block_io.read_vector(cg, ptr, t.bits, k, block_io.GLOBAL)],
+                      lambda: [_loop_loads(cg, d, p, masks, other, slots)])[0]
+        out.update((s, _from_int(cg, cg.b.extract_element(vec, cg.i32(j)), t)) for j, s in enumerate(slots))
+    return out
+
+
+def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], masks, runs) -> set:
+    """Store the slots of ``runs``; returns the slots stored."""
+    t = d.type.elem
+    done = set()
+    for first, k in runs:
+        slots = list(range(first, first + k))
+        ptr, ok, p = _test(cg, d, mask, masks, slots)
+        _choose(cg, ok,
+                lambda: block_io.write(cg, ptr, [_to_int(cg, vals[s], t) for s in slots], t.bits, block_io.GLOBAL),
+                lambda: _loop_stores(cg, d, vals, p, masks, slots))
+        done.update(slots)
+    return done
