@@ -2,8 +2,8 @@
 and launching kernels.
 
 ``kernel[grid](*args, **constexprs, num_subgroups=, queue=, device=, target=)`` binds the
-arguments, computes the specialization key (argument dtypes, ints 32/64-bit and divisible by
-16, constexpr values, options), finds the compiled kernel in memory, then on disk, then
+arguments, computes the specialization key (argument dtypes, ints 32/64-bit, divisible by 16 and
+equal to 1, constexpr values, options), finds the compiled kernel in memory, then on disk, then
 compiles it, and submits it to a SYCL queue. The launch returns a ``Launch`` (the SYCL event and
 the compiled kernel with its ``asm``); NumPy arguments are copied in and out around it.
 """
@@ -139,7 +139,15 @@ class _NumpyCopy:
             self.mem.copy_to_host(flat.view(np.uint8))
 
 
+ONE = ("1",)   # the key part of an integer argument equal to 1 (compiled as the constant, not passed)
+
+
 def _int_part(v: int, name: str):
+    """(key part, IR type) of an integer argument. As Triton does, an integer equal to 1 (a unit
+    stride, most often) is a specialization of its own: the kernel is compiled with the constant
+    (``x_ptr + offs * stride`` is then contiguous) and the launch does not pass it."""
+    if v == 1:
+        return ONE, T.int32
     if _I32_MIN <= v <= _I32_MAX:
         return ("i32", v % 16 == 0), T.int32
     if -(1 << 63) <= v < (1 << 63):
@@ -272,7 +280,7 @@ def _classify_device_array(v, name):
 
 
 def _classify_int(v, name):
-    if _I32_MIN <= v <= _I32_MAX:
+    if _I32_MIN <= v <= _I32_MAX and v != 1:
         return ("i32", v % 16 == 0), T.int32, _SCALAR_ARGS["i32"]
     part, irt = _int_part(v, name)
     return part, irt, converter(v, irt)
@@ -492,7 +500,8 @@ class JITFunction:
                     part, irt = _classify(v, p.name)
                     conv = converter(v, irt)
                 parts.append(part)
-                runtime.append((p.index, p.name, irt, conv))
+                if part is not ONE:
+                    runtime.append((p.index, p.name, irt, conv))
         return (tuple(parts), options.key), runtime
 
     def signature(self, vals: list, runtime) -> Dict[str, Any]:
@@ -504,6 +513,8 @@ class JITFunction:
             if p.is_constexpr:
                 v = v.value if isinstance(v, constexpr) else v
                 sig[p.name] = ConstArg(v.item() if isinstance(v, np.generic) else v)
+            elif p.name not in irt:   # an integer equal to 1 (_int_part): the constant
+                sig[p.name] = ConstArg(1)
             else:
                 sig[p.name] = irt[p.name]
                 if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(v) % 16 == 0:
