@@ -136,3 +136,48 @@ def test_contiguous_pointer_tiles_are_transposed_block_messages(target):
     assert block["load"] >= 2 * runs and block["store"] >= runs, r.summary()
     assert lane["load"] <= 2 * runs and lane["store"] <= runs, (lane, r.summary())
     assert r.spilled_around == 0 and r.scratch_bytes == 0, r.summary()
+
+
+@xk.jit
+def gelu_rows(x_ptr, y_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr):
+    """GELU over a BM x BN tile: on one subgroup 64 slots per lane, which strip-mine cuts in pieces."""
+    rows = xl.program_id(0) * BM + xl.arange(0, BM)
+    cols = xl.arange(0, BN)
+    offs = rows[:, None] * N + cols[None, :]
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = xl.load(x_ptr + offs, mask=mask, other=0.)
+    y = 0.5 * x * (1 + xl.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    xl.store(y_ptr + offs, y, mask=mask)
+
+
+def test_strip_mined_chain(backend, rng):
+    M, N = 21, 100
+    x = rng.standard_normal(M * N).astype(np.float32)
+    y = poisoned(M * N + 3, np.float32)
+    out = backend.run(gelu_rows, (xk.cdiv(M, 8),), [x, y, M, N], BM=8, BN=128, num_subgroups=1)[1]
+    xf = x.astype(np.float64)
+    close(out[:M * N], 0.5 * xf * (1 + np.tanh(0.7978845608 * (xf + 0.044715 * xf ** 3))), 1e-5, 1e-6)
+    assert np.isnan(out[M * N:]).all()
+    if not backend.interpret:
+        sig = dict(x_ptr=P(xl.float32), y_ptr=P(xl.float32), M=I32, N=I32, BM=8, BN=128)
+        lane = gelu_rows.compile_offline(sig, target=backend.target, num_subgroups=1).asm["strip-mine"]
+        chunk = 8
+        assert lane.count("xegpu.load_gather") == 8 * 128 // backend.sg_size // chunk, lane
+
+
+@xk.jit
+def overwrite_then_use(x_ptr, y_ptr, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs)
+    xl.store(x_ptr + offs, xl.full((BLOCK,), 1.0, xl.float32))
+    xl.store(y_ptr + offs, x * 3.0)
+
+
+def test_a_load_does_not_move_past_a_store(backend, rng):
+    """strip-mine cuts the store of ones, not the chain whose load comes before it: y is 3 * the old x."""
+    x = rng.standard_normal(512).astype(np.float32)
+    x0 = x.copy()
+    y = poisoned(512, np.float32)
+    got = backend.run(overwrite_then_use, (1,), [x, y], BLOCK=512, num_subgroups=1)
+    close(got[1], 3.0 * x0.astype(np.float64), 1e-6)
+    assert (got[0] == 1.0).all()

@@ -4,7 +4,7 @@ The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them betwe
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
     xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─slm-transpose─▶ ─layout─▶ ─sg─▶ ─slm-barriers─▶
-          ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
+          ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
 Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
@@ -24,7 +24,7 @@ from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
 from . import (blocking, coalesce, drop_breakpoints, emitter_decisions, merge_block_messages, propagate_layout,
-               sg_to_lane, slm_barriers, slm_transpose, surface_rules, wg_to_sg)
+               sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -90,6 +90,7 @@ PASSES: List[Pass] = [
     Pass("inst", ("sg",), "inst", blocking.run),
     Pass("merge-block-messages", ("inst",), None, merge_block_messages.run),
     Pass("lane", ("inst",), "lane", sg_to_lane.run),
+    Pass("strip-mine", ("lane",), None, strip_mine.run),
     Pass("coalesce", ("lane",), None, coalesce.run),
     Pass("emitter-decisions", ("lane",), None, emitter_decisions.run),
 ]
