@@ -4,6 +4,8 @@
 //          test per chunk choosing them, per-lane accesses only for a ragged tail;
 //   *_vec  per-lane vector loads and stores (vload4 / vstore4), the same uniform test.
 // T is the element type in memory: float (T_F32) or bfloat16 (ushort bits, converted to float).
+// Edge loops (a chunk cut by the end of the data) are not unrolled (#pragma unroll 1), like
+// xekern's loop that takes such a run slot by slot.
 // Work-group: WG work items in sub-groups of SG (the xekern kernels use the same counts). Each kernel
 // is compiled alone, with its section's defines (-DADD_BLOCK=1024 ...) and -cl-std=CL2.0.
 
@@ -45,6 +47,7 @@ typedef float8 T8;
 float8 ln_chunk(__global const T *p, int c, int n) {
     if (c + CH <= n) return LD8(BLOCK_READ8(p + c));
     float8 v;
+    #pragma unroll 1
     for (int j = 0; j < 8; j++) { int i = c + j * SG + LANE; v[j] = i < n ? LD(p[i]) : 0.0f; }
     return v;
 }
@@ -53,6 +56,7 @@ float8 ln_chunk(__global const T *p, int c, int n) {
 float4 ln_vec(__global const T *p, int c, int n) {
     if (c + 4 <= n) return LD4(vload4(0, p + c));
     float4 v;
+    #pragma unroll 1
     for (int j = 0; j < 4; j++) v[j] = c + j < n ? LD(p[c + j]) : 0.0f;
     return v;
 }
@@ -66,6 +70,7 @@ REQD __kernel void add_blk(__global const T *x, __global const T *y, __global T 
         if (c + CH <= n) {
             BLOCK_WRITE8(out + c, ST8(LD8(BLOCK_READ8(x + c)) + LD8(BLOCK_READ8(y + c))));
         } else {
+            #pragma unroll 1
             for (int i = c + LANE; i < n && i < c + CH; i += SG) out[i] = ST(LD(x[i]) + LD(y[i]));
         }
     }
@@ -77,6 +82,7 @@ REQD __kernel void add_vec(__global const T *x, __global const T *y, __global T 
         if (c + 4 <= n) {
             vstore4(ST4(LD4(vload4(0, x + c)) + LD4(vload4(0, y + c))), 0, out + c);
         } else {
+            #pragma unroll 1
             for (int i = c; i < n; i++) out[i] = ST(LD(x[i]) + LD(y[i]));
         }
     }
@@ -98,6 +104,7 @@ REQD __kernel void softmax_blk(__global T *out, __global const T *in, int in_str
         if (c + CH <= n_cols) {
             v[k] = LD8(BLOCK_READ8(row + c));
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 8; j++) {
                 int i = c + j * SG + LANE;
                 v[k][j] = i < n_cols ? LD(row[i]) : -INFINITY;
@@ -118,6 +125,7 @@ REQD __kernel void softmax_blk(__global T *out, __global const T *in, int in_str
         if (c + CH <= n_cols) {
             BLOCK_WRITE8(orow + c, ST8(y));
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 8; j++) {
                 int i = c + j * SG + LANE;
                 if (i < n_cols) orow[i] = ST(y[j]);
@@ -137,6 +145,7 @@ REQD __kernel void softmax_vec(__global T *out, __global const T *in, int in_str
         if (c + 4 <= n_cols) {
             v[k] = LD4(vload4(0, row + c));
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 4; j++) v[k][j] = c + j < n_cols ? LD(row[c + j]) : -INFINITY;
         }
         m = fmax(m, fmax(fmax(v[k].s0, v[k].s1), fmax(v[k].s2, v[k].s3)));
@@ -154,6 +163,7 @@ REQD __kernel void softmax_vec(__global T *out, __global const T *in, int in_str
         if (c + 4 <= n_cols) {
             vstore4(ST4(y), 0, orow + c);
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 4; j++) if (c + j < n_cols) orow[c + j] = ST(y[j]);
         }
     }
@@ -192,6 +202,7 @@ REQD __kernel void layer_norm_blk(__global const T *X, __global T *Y, __global c
             if (c + CH <= N) {
                 BLOCK_WRITE8(Y + c, ST8(y));
             } else {
+                #pragma unroll 1
                 for (int j = 0; j < 8; j++) { int i = c + j * SG + LANE; if (i < N) Y[i] = ST(y[j]); }
             }
         }
@@ -218,7 +229,10 @@ REQD __kernel void layer_norm_vec(__global const T *X, __global T *Y, __global c
     for (int c = get_local_id(0) * 4; c < N; c += WG * 4) {
         float4 y = (ln_vec(X, c, N) - mean) * rstd * ln_vec(W, c, N) + ln_vec(B, c, N);
         if (c + 4 <= N) vstore4(ST4(y), 0, Y + c);
-        else for (int j = 0; j < 4; j++) if (c + j < N) Y[c + j] = ST(y[j]);
+        else {
+            #pragma unroll 1
+            for (int j = 0; j < 4; j++) if (c + j < N) Y[c + j] = ST(y[j]);
+        }
     }
 }
 #endif  // LN_BLOCK
@@ -241,7 +255,10 @@ REQD __kernel void rmsnorm_blk(__global const T *X, __global T *Y, __global cons
         int c = SGID * RMS_PER_SG + k * CH;
         float8 y = v[k] * r * ln_chunk(W, c, N);
         if (c + CH <= N) BLOCK_WRITE8(Y + c, ST8(y));
-        else for (int j = 0; j < 8; j++) { int i = c + j * SG + LANE; if (i < N) Y[i] = ST(y[j]); }
+        else {
+            #pragma unroll 1
+            for (int j = 0; j < 8; j++) { int i = c + j * SG + LANE; if (i < N) Y[i] = ST(y[j]); }
+        }
     }
 }
 
@@ -260,7 +277,10 @@ REQD __kernel void rmsnorm_vec(__global const T *X, __global T *Y, __global cons
         int c = (k * WG + get_local_id(0)) * 4;
         float4 y = v[k] * r * ln_vec(W, c, N);
         if (c + 4 <= N) vstore4(ST4(y), 0, Y + c);
-        else for (int j = 0; j < 4; j++) if (c + j < N) Y[c + j] = ST(y[j]);
+        else {
+            #pragma unroll 1
+            for (int j = 0; j < 4; j++) if (c + j < N) Y[c + j] = ST(y[j]);
+        }
     }
 }
 #endif  // RMS_BLOCK
@@ -280,6 +300,7 @@ REQD __kernel void gelu_blk(__global const T *x, __global T *y, int M, int N, in
             if (c + CH <= N) {
                 BLOCK_WRITE8(y + r * stride + c, ST8(gelu8(LD8(BLOCK_READ8(p)))));
             } else {
+                #pragma unroll 1
                 for (int i = c + LANE; i < N && i < c + CH; i += SG) y[r * stride + i] = ST(gelu(LD(x[r * stride + i])));
             }
         }
@@ -293,6 +314,7 @@ REQD __kernel void gelu_vec(__global const T *x, __global T *y, int M, int N, in
         if (c + 4 <= N) {
             vstore4(ST4(gelu4(LD4(vload4(0, x + r * stride + c)))), 0, y + r * stride + c);
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 4; j++) if (c + j < N) y[r * stride + c + j] = ST(gelu(LD(x[r * stride + c + j])));
         }
     }
@@ -359,6 +381,7 @@ REQD __kernel void transpose_vec(__global const T *x, __global T *y, int M, int 
             float4 v = LD4(vload4(0, x + (r0 + r) * xs + c0 + c));
             tile[r][c] = v.s0; tile[r][c + 1] = v.s1; tile[r][c + 2] = v.s2; tile[r][c + 3] = v.s3;
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 4; j++) tile[r][c + j] = r0 + r < M && c0 + c + j < N ? LD(x[(r0 + r) * xs + c0 + c + j]) : 0.0f;
         }
     }
@@ -368,6 +391,7 @@ REQD __kernel void transpose_vec(__global const T *x, __global T *y, int M, int 
         if (c0 + c < N && r0 + r + 4 <= M) {
             vstore4(ST4((float4)(tile[r][c], tile[r + 1][c], tile[r + 2][c], tile[r + 3][c])), 0, y + (c0 + c) * ys + r0 + r);
         } else {
+            #pragma unroll 1
             for (int j = 0; j < 4; j++) if (c0 + c < N && r0 + r + j < M) y[(c0 + c) * ys + r0 + r + j] = ST(tile[r + j][c]);
         }
     }
