@@ -2,6 +2,7 @@
 lane-level axis analysis that finds block runs, and kernels written the Triton way on every backend,
 at ragged sizes, with masks that cut a run in the middle, misaligned bases (a run then takes the slot
 by slot loop) and odd row strides; outputs poisoned, compared with float64 NumPy."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -10,7 +11,6 @@ import xekern.language as xl
 from conftest import close, poisoned
 from xekern.lowering.lane_affine import LaneAffine, runs
 
-ml_dtypes = pytest.importorskip("ml_dtypes")
 P, I32 = xk.pointer, xl.int32
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16, "i8": np.int8, "i32": np.int32}
 

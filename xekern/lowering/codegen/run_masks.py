@@ -93,38 +93,36 @@ def _cmp(cg: CodeGen, pred: str, x, n):
     return f(_BOUND[pred], x, n)
 
 
-def all_of(cg: CodeGen, p, k: int):
-    """Whether the planned mask holds in every lane of the run's ``k`` slots (uniform)."""
+def _fold(cg: CodeGen, p, leaf):
+    """The planned mask as an i1: ``leaf(Bound)`` for each bound, ``and`` over ``And``."""
     if p is True:
         return ll.Constant(ll.IntType(1), 1)
     if isinstance(p, And):
         out = None
         for q in p.parts:
-            v = all_of(cg, q, k)
+            v = _fold(cg, q, leaf)
             out = v if out is None else cg.b.and_(out, v)
         return out
     if isinstance(p, Uniform):
         return p.value
-    lane0 = cg.call(_BROADCAST[p.x0.type.width], p.x0.type, [p.x0, cg.i32(0)], convergent=True)
-    last = cg.b.add(lane0, ll.Constant(p.x0.type, k * cg.target.sg_size - 1))
-    return _cmp(cg, p.pred, last, p.n)
+    return leaf(p)
+
+
+def all_of(cg: CodeGen, p, k: int):
+    """Whether the planned mask holds in every lane of the run's ``k`` slots (uniform)."""
+    def last(b: Bound):
+        lane0 = cg.call(_BROADCAST[b.x0.type.width], b.x0.type, [b.x0, cg.i32(0)], convergent=True)
+        return _cmp(cg, b.pred, cg.b.add(lane0, ll.Constant(b.x0.type, k * cg.target.sg_size - 1)), b.n)
+    return _fold(cg, p, last)
 
 
 def slot_mask(cg: CodeGen, p, j):
     """This lane's mask at the run's slot ``j`` (an LLVM i32, possibly not a constant)."""
-    if p is True:
-        return ll.Constant(ll.IntType(1), 1)
-    if isinstance(p, And):
-        out = None
-        for q in p.parts:
-            v = slot_mask(cg, q, j)
-            out = v if out is None else cg.b.and_(out, v)
-        return out
-    if isinstance(p, Uniform):
-        return p.value
-    step = cg.b.mul(cg.b.zext(j, p.x0.type) if p.x0.type.width > 32 else j,
-                    ll.Constant(p.x0.type, cg.target.sg_size))
-    return _cmp(cg, p.pred, cg.b.add(p.x0, step), p.n)
+    def at(b: Bound):
+        step = cg.b.mul(cg.b.zext(j, b.x0.type) if b.x0.type.width > 32 else j,
+                        ll.Constant(b.x0.type, cg.target.sg_size))
+        return _cmp(cg, b.pred, cg.b.add(b.x0, step), b.n)
+    return _fold(cg, p, at)
 
 
 def vote(cg: CodeGen, masks: List):
