@@ -3,8 +3,9 @@
 The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them between the frontend and
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─slm-transpose─▶ ─layout─▶ ─sg─▶ ─slm-barriers─▶
-          ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
+    xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─slm-transpose─▶ ─layout─▶ ─hoist-conversions─▶ ─sg─▶
+          ─slm-barriers─▶ ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶
+          ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
 Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
@@ -23,8 +24,8 @@ from .. import ir
 from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
-from . import (blocking, coalesce, drop_breakpoints, emitter_decisions, merge_block_messages, propagate_layout,
-               sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, wg_to_sg)
+from . import (blocking, coalesce, drop_breakpoints, emitter_decisions, hoist_conversions, merge_block_messages,
+               propagate_layout, sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -85,6 +86,7 @@ PASSES: List[Pass] = [
     Pass("surface-rules", LEVELS, None, surface_rules.run),            # marks descriptors
     Pass("slm-transpose", ("wg",), None, slm_transpose.run),
     Pass("layout", ("wg", "sg"), None, propagate_layout.run),          # sg: a subgroup-level kernel's
+    Pass("hoist-conversions", ("wg",), None, hoist_conversions.run),
     Pass("sg", ("wg",), "sg", wg_to_sg.run),
     Pass("slm-barriers", ("sg",), None, slm_barriers.run),
     Pass("inst", ("sg",), "inst", blocking.run),
