@@ -110,7 +110,9 @@ def test_kernel_parsed_from_its_own_lines_is_the_whole_files(tmp_path):
     for jit in (gemm_kernel, gelu, K.softmax_kernel, K.layer_norm_fwd, K.collatz_steps, mod.spread):
         fn = jit.fn
         S._MODULES.pop(fn.__code__.co_filename, None)
-        assert S._function_ast(fn.__code__, open(fn.__code__.co_filename).readlines()) is not None, fn.__name__
+        with open(fn.__code__.co_filename) as f:
+            lines = f.readlines()
+        assert S._function_ast(fn.__code__, lines) is not None, fn.__name__
         fast = S.KernelSource(fn)
         slow = _whole_file(fn)
         assert fast.text == slow.text and fast.start_line == slow.start_line, fn.__name__

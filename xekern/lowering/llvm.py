@@ -36,6 +36,7 @@ class _Worker:
         self.log = None
 
     def start(self) -> None:
+        self._release()   # (a worker that died: its pipes and log)
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable, _WORKER_SCRIPT],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
@@ -91,6 +92,7 @@ class _Worker:
                 else:
                     self.proc.wait()
                     msg = self.crash_report()
+                self._release()
                 self.proc = None
                 raise LLVMError(msg) from None
         if reply[0] != "ok":
@@ -104,6 +106,16 @@ class _Worker:
                 self.proc.wait(timeout=2)
             except Exception:
                 self.proc.kill()
+                self.proc.wait()
+        self._release()
+
+    def _release(self) -> None:
+        for f in (self.proc.stdin if self.proc else None, self.proc.stdout if self.proc else None, self.log):
+            if f is not None and not f.closed:
+                try:
+                    f.close()
+                except OSError:   # (a pipe to a dead worker cannot flush)
+                    pass
 
 
 _worker = _Worker()
