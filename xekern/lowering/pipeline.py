@@ -3,9 +3,9 @@
 The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them between the frontend and
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─slm-transpose─▶ ─layout─▶ ─hoist-conversions─▶ ─sg─▶
-          ─slm-barriers─▶ ─inst─▶ ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶
-          ─emitter-decisions─▶ ─codegen─▶ llir
+    xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─transpose-loads─▶ ─slm-transpose─▶ ─layout─▶
+          ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶ ─merge-block-messages─▶ ─lane─▶
+          ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
 Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
@@ -25,7 +25,8 @@ from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
 from . import (blocking, coalesce, drop_breakpoints, emitter_decisions, hoist_conversions, merge_block_messages,
-               propagate_layout, sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, wg_to_sg)
+               propagate_layout, sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules,
+               transpose_loads, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -84,6 +85,7 @@ class Pass(NamedTuple):
 PASSES: List[Pass] = [
     Pass("drop-breakpoints", LEVELS, None, drop_breakpoints.run),
     Pass("surface-rules", LEVELS, None, surface_rules.run),            # marks descriptors
+    Pass("transpose-loads", ("wg",), None, transpose_loads.run),
     Pass("slm-transpose", ("wg",), None, slm_transpose.run),
     Pass("layout", ("wg", "sg"), None, propagate_layout.run),          # sg: a subgroup-level kernel's
     Pass("hoist-conversions", ("wg",), None, hoist_conversions.run),
