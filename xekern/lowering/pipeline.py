@@ -4,8 +4,8 @@ The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them betwe
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
     xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─transpose-loads─▶ ─slm-transpose─▶ ─layout─▶
-          ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶ ─merge-block-messages─▶ ─lane─▶
-          ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
+          ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
+          ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
 Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
@@ -25,8 +25,8 @@ from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
 from . import (blocking, coalesce, drop_breakpoints, emitter_decisions, hoist_conversions, merge_block_messages,
-               propagate_layout, sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules,
-               transpose_loads, wg_to_sg)
+               narrow_conversions, propagate_layout, sg_to_lane, slm_barriers, slm_transpose, strip_mine,
+               surface_rules, transpose_loads, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -88,6 +88,7 @@ PASSES: List[Pass] = [
     Pass("transpose-loads", ("wg",), None, transpose_loads.run),
     Pass("slm-transpose", ("wg",), None, slm_transpose.run),
     Pass("layout", ("wg", "sg"), None, propagate_layout.run),          # sg: a subgroup-level kernel's
+    Pass("narrow-conversions", ("wg",), None, narrow_conversions.run),
     Pass("hoist-conversions", ("wg",), None, hoist_conversions.run),
     Pass("sg", ("wg",), "sg", wg_to_sg.run),
     Pass("slm-barriers", ("sg",), None, slm_barriers.run),
