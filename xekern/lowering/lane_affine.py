@@ -26,42 +26,14 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import ir
 from ..ir.core import Value
+from .poly import Poly, constant_of, padd, pmul, poly
 
-# a polynomial: monomial (sorted tuple of ids of uniform scalar values; () is the constant) -> coefficient
-Poly = Tuple[Tuple[Tuple[int, ...], int], ...]
 # one slot: (uniform part, lane coefficient)
 Slot = Tuple[Poly, int]
 Form = Tuple[Slot, ...]
 
 _UNIFORM_SOURCES = (ir.BlockIdOp, ir.GridDimOp, ir.SubgroupIdOp, ir.NumSubgroupsOp, ir.ConstantOp)
 _UNIFORM_IF_OPERANDS = (ir.BinaryOp, ir.CastOp, ir.SelectOp, ir.CmpOp, ir.FmaOp, ir.UnaryOp)
-
-
-def _poly(items: Dict[Tuple[int, ...], int]) -> Poly:
-    return tuple(sorted((m, c) for m, c in items.items() if c))
-
-
-def _add(p: Poly, q: Poly, sign: int = 1) -> Poly:
-    out = dict(p)
-    for m, c in q:
-        out[m] = out.get(m, 0) + sign * c
-    return _poly(out)
-
-
-def _mul(p: Poly, q: Poly) -> Poly:
-    out: Dict[Tuple[int, ...], int] = {}
-    for m1, c1 in p:
-        for m2, c2 in q:
-            m = tuple(sorted(m1 + m2))
-            out[m] = out.get(m, 0) + c1 * c2
-    return _poly(out)
-
-
-def constant_of(p: Poly) -> Optional[int]:
-    """The polynomial's value when it is a constant, else None."""
-    if not p:
-        return 0
-    return p[0][1] if len(p) == 1 and p[0][0] == () else None
 
 
 class LaneAffine:
@@ -112,10 +84,10 @@ class LaneAffine:
         if isinstance(op, ir.ConstantOp):
             val = op.value
             if isinstance(val, tuple):
-                return tuple((_poly({(): int(x)}), 0) for x in val)
+                return tuple((poly({(): int(x)}), 0) for x in val)
             if isinstance(val, bool) or not isinstance(val, int):
                 return None
-            return self._scalar(_poly({(): val}))
+            return self._scalar(poly({(): val}))
         if isinstance(op, ir.LaneIdOp):
             return self._scalar((), 1)
         if not is_vec and self.uniform(v):
@@ -123,7 +95,7 @@ class LaneAffine:
                 f = self._binary(op)           # (keeps sums of uniforms comparable)
                 if f is not None:
                     return f
-            return self._scalar(_poly({(id(v),): 1}))
+            return self._scalar(poly({(id(v),): 1}))
         if isinstance(op, ir.BroadcastOp):
             f = self.form(op.operands[0])
             return f * t.shape[0] if f is not None and len(f) == 1 else None
@@ -149,7 +121,7 @@ class LaneAffine:
                 return None
         if op.kind in ("addi", "subi"):
             sign = 1 if op.kind == "addi" else -1
-            return tuple((_add(p, q, sign), a + sign * b) for (p, a), (q, b) in zip(x, y))
+            return tuple((padd(p, q, sign), a + sign * b) for (p, a), (q, b) in zip(x, y))
         if op.kind == "muli":
             out = []
             for (p, a), (q, b) in zip(x, y):
@@ -159,14 +131,14 @@ class LaneAffine:
                     c = constant_of(q)
                     if c is None:
                         return None
-                    out.append((_mul(p, q), a * c))
+                    out.append((pmul(p, q), a * c))
                 elif b:
                     c = constant_of(p)
                     if c is None:
                         return None
-                    out.append((_mul(p, q), b * c))
+                    out.append((pmul(p, q), b * c))
                 else:
-                    out.append((_mul(p, q), 0))
+                    out.append((pmul(p, q), 0))
             return tuple(out)
         if op.kind in ("remui", "divui"):
             return self._lane_div(op.kind, x, y)
@@ -183,7 +155,7 @@ class LaneAffine:
             lo, hi = c, c + a * (self.sg - 1)
             if lo // d != hi // d:
                 return None
-            out.append((_poly({(): lo % d}), a) if kind == "remui" else (_poly({(): lo // d}), 0))
+            out.append((poly({(): lo % d}), a) if kind == "remui" else (poly({(): lo // d}), 0))
         return tuple(out)
 
 
@@ -201,13 +173,13 @@ def uniform_over(form: Form, slots) -> bool:
 def contiguous_over(form: Form, slots, sg: int) -> bool:
     """Whether lane ``l`` of ``slots[j]`` is ``base + j * sg + l`` (one block run in that order)."""
     first = slot_at(form, slots[0])
-    return all(slot_at(form, s)[1] == 1 and constant_of(_add(slot_at(form, s)[0], first[0], -1)) == j * sg
+    return all(slot_at(form, s)[1] == 1 and constant_of(padd(slot_at(form, s)[0], first[0], -1)) == j * sg
                for j, s in enumerate(slots))
 
 
 def add_forms(f: Form, g: Form) -> Form:
     """Slot by slot, the form of the sum of two values of the same slot count."""
-    return tuple((_add(p, q), a + b) for (p, a), (q, b) in zip(f, g))
+    return tuple((padd(p, q), a + b) for (p, a), (q, b) in zip(f, g))
 
 
 def runs(form: Optional[Form], sg: int, widths=(8, 4, 2)) -> List[Tuple[int, int]]:
@@ -220,7 +192,7 @@ def runs(form: Optional[Form], sg: int, widths=(8, 4, 2)) -> List[Tuple[int, int
         k = 1
         if form[s][1] == 1:
             while s + k < n and form[s + k][1] == 1 and \
-                    constant_of(_add(form[s + k][0], form[s + k - 1][0], -1)) == sg:
+                    constant_of(padd(form[s + k][0], form[s + k - 1][0], -1)) == sg:
                 k += 1
         at, rest = s, k
         while rest:
