@@ -107,6 +107,16 @@ def test_compile_the_one_kernel_of_a_file_positional_signature_values_after_opti
     assert r.stdout == "" and "wrote out.txt" in r.stderr
 
 
+def test_compile_an_integer_argument_specialized_for_1(work):
+    """``n=1`` is the specialization a launch with 1 gets: no parameter, the constant in its place."""
+    out = xekern(work, "compile", "kern.py:add_kernel", "-s", "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32", "n=1",
+                 "BLOCK=256", "--target", "cpu").stdout
+    assert "%n:" not in out.splitlines()[0] and "arith.constant 1 :" in out, out
+    r = xekern(work, "compile", "kern.py:add_kernel", "-s", "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32", "n=2",
+               "BLOCK=256", "--target", "cpu", ok=False)
+    assert "unknown type '2' for parameter 'n'" in r.stderr, r.stderr
+
+
 def test_compile_emit_spv_writes_the_binary_module(work):
     xekern(work, "compile", "kern.py:add_kernel", "-s", ADD_SIG, "BLOCK=64", "--target", "cpu", "--emit", "spv",
            "-o", "k.spv")
@@ -176,7 +186,7 @@ def test_opt_errors_are_one_line_with_their_place(work):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["-p", "layout,nope", "x.ir"], "-p layout,nope: unknown pass 'nope'; passes: drop-breakpoints, surface-rules, "),
+    (["-p", "layout,nope", "x.ir"], "-p layout,nope: unknown pass 'nope'; passes: drop-breakpoints, block-pointers, surface-rules, "),
     (["x.ir"], "give the passes to run: -p PASS[,PASS] (python -m xekern opt --list names them)"),
     (["-p", "sg", "missing.ir"], "cannot read missing.ir: No such file or directory"),
     (["-p", "sg", "x.ir"], "x.ir: pass 'sg' runs on wg-level IR, but @k is at level 'sg' (its 'level' attribute)"),

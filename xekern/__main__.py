@@ -229,7 +229,10 @@ def build_signature(kernel, signature: Optional[str], assignments: List[str]) ->
 
     sig: Dict[str, Any] = {}
     for name, (text, _) in given.items():
-        sig[name] = parse_value(text, name) if params[name].is_constexpr else parse_type(text, name)
+        if params[name].is_constexpr:
+            sig[name] = parse_value(text, name)
+        else:   # (an integer argument equal to 1 is a specialization of its own, as at launch)
+            sig[name] = 1 if text.strip() == "1" else parse_type(text, name)
     missing_c = [p.name for p in kernel.params if p.is_constexpr and p.name not in sig and not p.has_default]
     missing_t = [p.name for p in runtime if p.name not in sig and not p.has_default]
     if missing_c or missing_t:
@@ -455,7 +458,8 @@ def cmd_knobs(args) -> int:
 SIG_HELP = ('argument types, like Triton: "x_ptr=*fp32,y_ptr=*bf16,n=i32" (or "*fp32,*bf16,i32" in parameter '
             'order); spellings: *fp32 *fp16 *bf16 *i8 *u8 *i32 i32 i64 fp32 fp64 i1, or *float32, bfloat16, ...')
 VALUES_HELP = ("constexpr values (BM=256, DTYPE=bfloat16, EVEN=true); NAME=TYPE also works for other "
-               "parameters (n=i32)")
+               "parameters (n=i32), and NAME=1 compiles an integer argument's specialization for 1 "
+               "(stride=1), as a launch with 1 does")
 
 COMPILE_EXAMPLES = """examples:
   python -m xekern compile k.py:add_kernel --signature "x_ptr=*fp32,y_ptr=*fp32,out_ptr=*fp32,n=i32" BLOCK=1024

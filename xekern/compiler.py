@@ -44,11 +44,12 @@ def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
         raise stage_error("xegpu", e) from e
     timings["frontend"] = time.perf_counter() - t0
     extents = descriptor_extents(func)  # before the passes rewrite the function
-    checks, _ = surface_checks(func, options.target)
     writes = written_params(func)
     if dump is not None:
         dump("xegpu", func)
-    lane = run_passes(func, options, asm, timings, dump)
+    before = {"surface-rules": None}   # (its checks: of descriptors the frontend and block-pointers made)
+    lane = run_passes(func, options, asm, timings, dump, before)
+    checks, _ = surface_checks(before["surface-rules"] or func, options.target)
     grf_mode = choose_grf_mode(lane, options)
     asm["emitter"] = options.emitter.describe()
     t0 = time.perf_counter()

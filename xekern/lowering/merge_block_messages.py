@@ -32,7 +32,7 @@ from ..ir.types import VectorType
 from .emitters import VISA_DPAS_PRECISION, named_read_bits, slm_read_bytes
 from .layouts import rows_per_register
 from .messages import origin_multiple, slm_contiguous
-from .rewrite import Copy
+from .rewrite import Copy, drop_dead
 
 STAMPS = ("block_index", "block_count")
 
@@ -65,7 +65,7 @@ class MergeBlockMessages(Copy):
                     self.plan[other] = None
         self.orphans: List[Value] = []   # the new function's operands of the blocks merged away
         out = super().run(func)
-        _drop_dead(out, self.orphans)
+        drop_dead(out, self.orphans)
         return out
 
     # ---- the rewrite ------------------------------------------------------------------------------
@@ -174,21 +174,3 @@ def _tiles(func: ir.FuncOp) -> List[List[Op]]:
 
 def _row_major(count) -> List[tuple]:
     return list(itertools.product(*[range(c) for c in count]))
-
-
-def _drop_dead(func: ir.FuncOp, values: List[Value]) -> None:
-    """Erase the side-effect-free ops, among those defining ``values`` (and, in turn, their
-    operands'), whose results nothing reads any more (the merged-away blocks' offsets)."""
-    uses = ir.users(func)
-    count = {v: len(us) for v, us in uses.items()}
-    work = [v.op for v in values if v.op is not None]
-    while work:
-        op = work.pop()
-        if op.parent is None or op.HAS_SIDE_EFFECTS or op.regions or any(count.get(r) for r in op.results):
-            continue
-        op.parent.ops.remove(op)
-        op.parent = None
-        for v in op.operands:
-            count[v] = count.get(v, 1) - 1
-            if v.op is not None:
-                work.append(v.op)

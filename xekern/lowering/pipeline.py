@@ -3,8 +3,8 @@
 The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them between the frontend and
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─drop-breakpoints─▶ ─surface-rules─▶ ─transpose-loads─▶ ─slm-transpose─▶ ─layout─▶
-          ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
+    xegpu ─drop-breakpoints─▶ ─block-pointers─▶ ─surface-rules─▶ ─transpose-loads─▶ ─slm-transpose─▶
+          ─layout─▶ ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
           ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
@@ -18,15 +18,15 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 from .. import ir
 from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
-from . import (blocking, coalesce, drop_breakpoints, emitter_decisions, hoist_conversions, merge_block_messages,
-               narrow_conversions, propagate_layout, sg_to_lane, slm_barriers, slm_transpose, strip_mine,
-               surface_rules, transpose_loads, wg_to_sg)
+from . import (block_pointers, blocking, coalesce, drop_breakpoints, emitter_decisions, hoist_conversions,
+               merge_block_messages, narrow_conversions, propagate_layout, sg_to_lane, slm_barriers, slm_transpose,
+               strip_mine, surface_rules, transpose_loads, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -46,8 +46,9 @@ class Options:
     # best emitter for the target and the current compiler (emitters.default_driver)
     emitter: Optional[Emitter] = None
     # the launch's answers to the kernel's surface checks (lowering/surface_rules.py, one bool per
-    # checked descriptor); None: all yes (a launch verifies them before it uses the kernel)
-    surfaces: Optional[Tuple[bool, ...]] = None
+    # checked descriptor, or one bool for all); None: all yes (a launch verifies them before it uses
+    # the kernel)
+    surfaces: Union[None, bool, Tuple[bool, ...]] = None
 
     def __post_init__(self):
         if self.emitter is None:
@@ -84,6 +85,7 @@ class Pass(NamedTuple):
 # The IR passes, in order. A pass runs when the function is at one of its levels.
 PASSES: List[Pass] = [
     Pass("drop-breakpoints", LEVELS, None, drop_breakpoints.run),
+    Pass("block-pointers", ("wg",), None, block_pointers.run),
     Pass("surface-rules", LEVELS, None, surface_rules.run),            # marks descriptors
     Pass("transpose-loads", ("wg",), None, transpose_loads.run),
     Pass("slm-transpose", ("wg",), None, slm_transpose.run),
@@ -155,9 +157,10 @@ def _fail(func: ir.FuncOp, stage: str, e: Exception) -> CompilationError:
 
 
 def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str, float],
-               dump=None) -> ir.FuncOp:
+               dump=None, before: Optional[Dict[str, Optional[ir.FuncOp]]] = None) -> ir.FuncOp:
     """Run ``PASSES`` from the function's level (``func.attrs["level"]``, "wg" unless the frontend
-    built subgroup or lane IR); record each stage's text in ``asm`` (lazily printable)."""
+    built subgroup or lane IR); record each stage's text in ``asm`` (lazily printable). ``before``
+    ({pass name: None}) receives the IR each of those passes was given."""
     level = func.attrs.setdefault("level", "wg")
     ran = ["frontend"]   # the stages so far: an attribute only they add may appear (ir/attrs.py)
     try:
@@ -170,6 +173,8 @@ def run_passes(func: ir.FuncOp, options: Options, asm: "Asm", timings: Dict[str,
     for name, _, makes, fn in passes_for(level):
         t0 = time.perf_counter()
         ran.append(name)
+        if before is not None and name in before:
+            before[name] = func
         try:
             func = fn(func, options)
             if makes is not None and func.attrs.get("level") != makes:

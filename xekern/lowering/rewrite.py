@@ -13,8 +13,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from .. import ir
 from ..ir import types as T
-from ..ir.core import Block, Builder, IRError, Op, Value
-from ..ir.types import DType, Type
+from ..ir.core import Block, Builder, IRError, Op, Value, users
+from ..ir.types import Type
 
 
 class PassError(Exception):
@@ -250,6 +250,24 @@ class Rewriter:
         if b == 1:
             return 0
         return self._arith("remui", a, b, lambda x, y: x % y)
+
+
+def drop_dead(func: ir.FuncOp, values: List[Value]) -> None:
+    """Erase the side-effect-free ops, among those defining ``values`` (and, in turn, their
+    operands'), whose results nothing reads any more (an edit of a copy: ``copy_func``)."""
+    uses = users(func)
+    count = {v: len(us) for v, us in uses.items()}
+    work = [v.op for v in values if v.op is not None]
+    while work:
+        op = work.pop()
+        if op.parent is None or op.HAS_SIDE_EFFECTS or op.regions or any(count.get(r) for r in op.results):
+            continue
+        op.parent.ops.remove(op)
+        op.parent = None
+        for v in op.operands:
+            count[v] = count.get(v, 1) - 1
+            if v.op is not None:
+                work.append(v.op)
 
 
 STRUCTURED_RULES = {ir.ForOp: "rewrite_for", ir.IfOp: "rewrite_if", ir.WhileOp: "rewrite_while",

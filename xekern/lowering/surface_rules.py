@@ -117,7 +117,7 @@ class SurfaceRules(Rewriter):
     def run(self, func: ir.FuncOp) -> ir.FuncOp:
         self.LEVEL = func.attrs.get("level", "wg")  # (the pass runs at every level and keeps it)
         _, self.decided = surface_checks(func, self.target)
-        self.answers = getattr(self.ctx, "surfaces", None)
+        self.answers = getattr(self.ctx, "surfaces", None)   # (a bool: the one answer to every check)
         return super().run(func)
 
     def rule_create_nd_tdesc(self, op: ir.CreateNdTDescOp):
@@ -125,7 +125,8 @@ class SurfaceRules(Rewriter):
         attrs = dict(op.attrs)
         if index is not None:
             attrs["surface"] = index
-            possible = possible and (self.answers is None or bool(self.answers[index]))
+            answer = self.answers if self.answers is None or isinstance(self.answers, bool) else self.answers[index]
+            possible = possible and answer is not False
         attrs["block_io"] = possible
         new = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [op.result.type], attrs))
         return [[new.result]]

@@ -30,10 +30,8 @@ from ..ir.types import PointerType
 from ..language.core import constexpr
 from ..lowering import emitters
 from ..lowering.emitters import Driver
-from ..frontend.generator import compile_to_ir
 from ..compiler import compile_kernel
 from ..lowering.pipeline import Asm, Compiled, Options
-from ..lowering.surface_rules import surface_checks
 from ..targets import Target, get_target
 from ..version import __version__
 from . import arrays, device as dev, dlpack, driver_probe, extents, surfaces, writes
@@ -787,17 +785,24 @@ class JITFunction:
                     continue
                 raise LaunchError(f"signature is missing parameter '{p.name}'")
             v = signature[p.name]
-            sig[p.name] = ConstArg(v) if p.is_constexpr else v
+            if p.is_constexpr or (type(v) is int and v == 1):   # (1: the specialization a launch with 1 gets)
+                sig[p.name] = ConstArg(v)
+            elif isinstance(v, T.Type):
+                sig[p.name] = v
+            else:
+                raise LaunchError(f"signature: parameter '{p.name}' needs a type (xl.int32, xk.pointer(...)), "
+                                  f"or 1 for the specialization of an integer equal to 1; got {v!r}")
         if multiple_of is None:
             multiple_of = {n: 16 for n, v in sig.items() if isinstance(v, T.DType) and v.is_int and not v.is_bool}
         sig[MULTIPLES] = dict(multiple_of)
-        if surfaces is not None and surfaces is not True:
-            checks = surface_checks(compile_to_ir(self, sig, options), t)[0]
-            answers = tuple(bool(surfaces) for _ in checks) if isinstance(surfaces, bool) else tuple(surfaces)
-            if len(answers) != len(checks):
+        if surfaces is False:
+            options = dataclasses.replace(options, surfaces=False)
+        elif surfaces is not None and surfaces is not True:
+            checks = compile_kernel(self, sig, options).surfaces   # (the checks block-pointers' descriptors add too)
+            if len(tuple(surfaces)) != len(checks):
                 raise LaunchError(f"surfaces={surfaces!r}: kernel '{self.__name__}' has {len(checks)} surface "
                                   f"checks")
-            options = dataclasses.replace(options, surfaces=answers)
+            options = dataclasses.replace(options, surfaces=tuple(surfaces))
         return compile_kernel(self, sig, options, dump=_dumper(self.__name__))
 
 

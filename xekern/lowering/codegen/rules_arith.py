@@ -240,7 +240,10 @@ def _if(cg: CodeGen, op: ir.IfOp):
     flats = []
     for blk, vals in ends:
         b.position_at_end(blk)
-        flats.append((b.block, flat_like(cg, template, vals)))
+        flat = flat_like(cg, template, vals)
+        if flats:   # (one branch's 16-bit floats may be another's raw bits: a block read's i16)
+            flat = [y if y.type == x.type else b.bitcast(y, x.type) for x, y in zip(flats[0][1], flat)]
+        flats.append((b.block, flat))
         b.branch(merge)
     b.position_at_end(merge)
     phis = []
