@@ -90,6 +90,12 @@ class BlockPointers(Rewriter):
     def run(self, func: ir.FuncOp) -> ir.FuncOp:
         self.info = TileAffine(func)
         self.args = set(func.args)
+        # program order of the values, to emit a polynomial's terms in an order that does not depend
+        # on where Python put the values (monomials are sorted by id)
+        self.order: Dict[int, int] = {id(a): i for i, a in enumerate(func.args)}
+        for op in func.walk():
+            for v in list(op.results) + [a for r in op.regions for a in r.args]:
+                self.order.setdefault(id(v), len(self.order))
         uses = users(func)
         carried = {a: (op, k) for op in func.walk() if isinstance(op, ir.ForOp) for k, a in enumerate(op.iter_args)}
         self.loop_of: Dict[Op, ir.ForOp] = {}
@@ -233,9 +239,10 @@ class BlockPointers(Rewriter):
         """The polynomial ``p`` as scalar arithmetic of type ``itype``, here (a lone argument or
         constant as itself, so the surface rules see it)."""
         total = None
-        for mono, coeff in p:
+        rank = self.order.get
+        for mono, coeff in sorted(p, key=lambda mc: sorted(rank(x, -1) for x in mc[0])):
             term = None
-            for x in mono:
+            for x in sorted(mono, key=lambda x: rank(x, -1)):
                 v = self.get(self.info.values[x])
                 if v.type != itype:
                     v = self.b(ir.CastOp, "extsi" if v.type.bits < itype.bits else "trunci", v, itype)
