@@ -4,15 +4,15 @@ Kernels are Python functions decorated with ``@xekern.jit`` and written at workg
 tiles (``import xekern.language as xl``). They compile through XeGPU-level IR with layouts, LLVM
 IR (llvmlite) and SPIR-V, and run through dpctl: on Intel GPUs with Level Zero, and anywhere
 on Intel's OpenCL CPU runtime.
+
+Importing xekern starts no process and loads no driver: the LLVM worker starts with the first
+compile (``lowering/llvm.py``), dpctl loads with the first launch or device query. Its one side
+effect: when the OpenCL CPU runtime was installed from PyPI and ``OCL_ICD_FILENAMES`` does not
+list it yet, the library is added to that variable, so that dpctl and dpnp, imported after
+xekern, find the CPU device (``runtime/device.py``; docs/troubleshooting.md).
 """
 from .version import __version__
 from . import knobs  # noqa: E402
-from .lowering import llvm as _llvm  # noqa: E402
-
-# load LLVM in a worker process while the rest of xekern (numpy, dpctl) and the user's program start:
-# first, so that its ~200 ms of start-up overlap as much as possible
-_llvm.prestart()
-
 from .errors import CacheWarning, CompilationError, LaunchError, XekernError  # noqa: E402
 from .runtime import device as _device  # noqa: E402
 

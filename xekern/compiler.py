@@ -34,6 +34,7 @@ from .lowering.surface_rules import surface_checks
 
 def compile_kernel(jit, signature, options: Options, dump=None) -> Compiled:
     """Source -> SPIR-V for one specialization. Raises CompilationError on any user mistake."""
+    llvm_stage.prestart()   # LLVM loads in its worker while the frontend and the passes run
     timings: Dict[str, float] = {}
     asm = Asm()
     t0 = time.perf_counter()

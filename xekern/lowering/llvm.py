@@ -1,8 +1,10 @@
 """LLVM IR -> SPIR-V, behind one module (llvmlite's API churns; its LLVM can abort the process).
 
 By default the work runs in a long-lived worker process (``llvm_worker.py``) started in the
-background when xekern is imported: loading LLVM costs ~150 ms, which then overlaps the user's
-own start-up, and an LLVM crash kills the worker, not the user's interpreter. The crash
+background when a compile begins (``prestart``, called by the compile driver before the
+frontend): loading LLVM costs ~150 ms, which then overlaps the frontend and the passes, and an
+LLVM crash kills the worker, not the user's interpreter. The worker exits with the process that
+started it (``llvm_worker.py``). The crash
 becomes a CompilationError and the next compile starts a fresh worker.
 ``XEKERN_LLVM_ISOLATION=0`` runs LLVM in-process instead (for debugging LLVM itself).
 """
@@ -123,7 +125,7 @@ atexit.register(_worker.close)
 
 
 def prestart() -> None:
-    """Start the LLVM worker in the background (called when xekern is imported)."""
+    """Start the LLVM worker in the background (called when a compile begins)."""
     if knobs.llvm_isolation() and not _worker.alive():
         with _worker.lock:
             if not _worker.alive():

@@ -5,12 +5,19 @@ so xekern never runs it in the user's process by default: ``llvm.py`` talks to t
 over its stdin/stdout. Requests and replies are length-prefixed pickles:
 ``(llir_text, opt_level, want_optimized_llir[, want_spirv])`` -> ``("ok", spirv_bytes, llir) | ("error", message)``.
 
-Run by ``python -m xekern.lowering.llvm_worker``; it exits when its stdin closes.
+Run by ``python -m xekern.lowering.llvm_worker``. It never outlives the process that started it:
+it exits when its stdin closes or its parent changes (the user's process died, even by SIGKILL),
+checked every 0.2 s while it waits and while a compile runs, and it kills the compiling child
+first; each child also asks the kernel to kill it when the worker dies (``PR_SET_PDEATHSIG``).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
+import re
+import select
+import signal
 import struct
 import sys
 import tempfile
@@ -27,6 +34,8 @@ SPIRV_EXTENSIONS = (
 )
 
 _READY = False
+_PARENT = os.getppid()   # the user's process
+_POLL = 0.2              # seconds between checks that it is still there
 
 
 def init() -> None:
@@ -58,9 +67,43 @@ def compile_llir(text: str, opt_level: int = 2, want_llir: bool = True, want_spi
         pto = llvm.PipelineTuningOptions(speed_level=opt_level)
         pb = llvm.PassBuilder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
+        if any(f.name.startswith("llvm.bitreverse.") for f in mod.functions):
+            mod = llvm.parse_assembly(expand_bitreverse(str(mod)))
+            mod.verify()
     llir = str(mod) if want_llir else ""
     spirv = tm.emit_object(mod) if want_spirv else b""
     return spirv, llir
+
+
+_BITREVERSE = re.compile(r"^(\s*)(%[-\w.$]+) = (?:tail )?call i(\d+) @llvm\.bitreverse\.i\d+\(i\d+ (%[-\w.$]+|-?\d+)\)$",
+                         re.M)
+
+
+def expand_bitreverse(text: str) -> str:
+    """``llvm.bitreverse.iN`` calls, as shifts and masks.
+
+    InstCombine recognizes bit-reversal idioms in index arithmetic (``(s & 1) << 5 | (s & 2) << 3``,
+    an SLM offset of a subgroup coordinate) and writes ``llvm.bitreverse.i6``; the SPIR-V backend
+    cannot express that (OpBitReverse is for shaders) and aborts ("Unable to meet SPIR-V
+    requirements"). Each call becomes N shift-mask-or steps in i32 (no other pass runs after).
+    """
+    def one(m):
+        pad, res, n, x = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        name, w = res[1:].strip('"'), 32 if n <= 32 else 64
+        out = [f"{pad}%{name}.z = " + (f"zext i{n} {x} to i{w}" if n < w else f"or i{w} {x}, 0")]
+        acc = None
+        for k in range(n):
+            out.append(f"{pad}%{name}.s{k} = lshr i{w} %{name}.z, {k}")
+            out.append(f"{pad}%{name}.b{k} = and i{w} %{name}.s{k}, 1")
+            out.append(f"{pad}%{name}.t{k} = shl i{w} %{name}.b{k}, {n - 1 - k}")
+            if acc is None:
+                acc = f"%{name}.t{k}"
+            else:
+                out.append(f"{pad}%{name}.o{k} = or i{w} {acc}, %{name}.t{k}")
+                acc = f"%{name}.o{k}"
+        out.append(f"{pad}{res} = " + (f"trunc i{w} {acc} to i{n}" if n < w else f"or i{w} {acc}, 0"))
+        return "\n".join(out)
+    return _BITREVERSE.sub(one, text)
 
 
 def _read(f, n: int) -> bytes:
@@ -90,9 +133,11 @@ class _Child:
         req_rd, self.req_wr = os.pipe()
         self.reply_rd, reply_wr = os.pipe()
         self.err = tempfile.TemporaryFile()
+        worker = os.getpid()
         self.pid = os.fork()
         if self.pid == 0:  # the child: wait for the request, compile, write the reply, exit without cleanup
             try:
+                _die_with_parent(worker)
                 os.close(self.req_wr)
                 os.close(self.reply_rd)
                 os.dup2(self.err.fileno(), 2)
@@ -109,11 +154,15 @@ class _Child:
         os.close(req_rd)
         os.close(reply_wr)
 
-    def run(self, req_bytes: bytes) -> tuple:
+    def run(self, req_bytes: bytes, watch: int) -> tuple:
         """Send one request (a pickle) and return the reply; a crash becomes an error reply.
-        The caller then calls ``close`` (after passing the reply on: reaping waits for the exit)."""
+        The caller then calls ``close`` (after passing the reply on: reaping waits for the exit).
+        While the child compiles, ``watch`` (the worker's stdin) and the parent are watched: if the
+        user's process is gone, the child is killed and the worker exits."""
         try:
             _write_fd(self.req_wr, req_bytes)
+            while not _wait_readable(self.reply_rd, watch):
+                pass
             return pickle.loads(_read_fd(self.reply_rd))
         except (EOFError, BrokenPipeError, OSError):
             _, status = os.waitpid(self.pid, 0)
@@ -134,6 +183,32 @@ class _Child:
         if self.pid is not None:
             os.waitpid(self.pid, 0)  # it has replied (or sees EOF): it is exiting
             self.pid = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when ``parent`` exits (PR_SET_PDEATHSIG), and exit at once
+    if it already has."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)   # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):   # (not Linux: the worker's own watch still ends it)
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _orphaned() -> bool:
+    return os.getppid() != _PARENT
+
+
+def _wait_readable(fd: int, watch: int) -> bool:
+    """Wait up to one poll interval for ``fd``; exit the worker (and its children, by their
+    PR_SET_PDEATHSIG) if the user's process is gone: ``watch`` at EOF or a new parent."""
+    ready, _, _ = select.select([fd, watch], [], [], _POLL)
+    if fd in ready:
+        return True
+    if watch in ready or _orphaned():   # (stdin is idle during a compile: readable means EOF)
+        os._exit(0)
+    return False
 
 
 def _write_fd(fd: int, data: bytes) -> None:
@@ -157,12 +232,15 @@ def _read_fd(fd: int) -> bytes:
 
 
 def _compile_in_child(req) -> tuple:
-    """Compile one module in a fresh fork of this process and return its reply."""
+    """Compile one module in a fresh fork of this process and return its reply (tests use it)."""
+    r, w = os.pipe()   # (nothing to watch: a pipe this process holds both ends of, idle)
     child = _Child()
     try:
-        return child.run(pickle.dumps(req))
+        return child.run(pickle.dumps(req), r)
     finally:
         child.close()
+        os.close(r)
+        os.close(w)
 
 
 _WARMUP = """target triple = "spirv64-unknown-unknown"
@@ -182,14 +260,18 @@ def serve(inp, out) -> None:
     child = _Child()  # its warm-up compile brings LLVM's code into memory before the first real kernel
     out.write(struct.pack("<Q", 0))  # ready
     out.flush()
+    fd = inp.fileno()
     while True:
         try:
+            while not select.select([fd], [], [], _POLL)[0]:
+                if _orphaned():
+                    raise EOFError
             n = struct.unpack("<Q", _read(inp, 8))[0]
             req = _read(inp, n)
         except EOFError:
             child.close()
             return
-        data = pickle.dumps(child.run(req))
+        data = pickle.dumps(child.run(req, fd))
         out.write(struct.pack("<Q", len(data)) + data)
         out.flush()
         child.close()
