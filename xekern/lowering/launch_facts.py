@@ -96,23 +96,36 @@ def _sources(v: ir.Value) -> List[ir.Value]:
 
 
 def written_params(func) -> Dict[str, str]:
-    """Pointer parameter name -> "file:line" of the first store or atomic that writes through it."""
+    """Pointer parameter name -> the "file:line"s (comma-separated, in program order) of the stores and
+    atomics that write through it."""
     params = {id(a): a.hint for a in func.args if isinstance(a.type, PointerType)}
-    out: Dict[str, str] = {}
+    out: Dict[str, List[str]] = {}
     for op in func.walk():
         sink = _sink(op)
         if sink is None:
             continue
         loc = getattr(op, "loc", None)
         where = f"{loc.file}:{loc.line}" if loc is not None else "?"
-        seen, todo = set(), [sink]
-        while todo:
-            v = todo.pop()
-            if id(v) in seen:
-                continue
-            seen.add(id(v))
-            if id(v) in params:
-                out.setdefault(params[id(v)], where)
-                continue
-            todo.extend(s for s in _sources(v) if _addressing(s.type))
+        for name in param_roots(sink, params):
+            lines = out.setdefault(name, [])
+            if where not in lines:
+                lines.append(where)
+    return {name: ", ".join(lines) for name, lines in out.items()}
+
+
+def param_roots(v: ir.Value, params: Dict[int, str]) -> List[str]:
+    """The pointer parameters (``params``: id of the argument -> name) that the addressing value
+    ``v`` (a pointer or a descriptor) is derived from."""
+    out: List[str] = []
+    seen, todo = set(), [v]
+    while todo:
+        v = todo.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if id(v) in params:
+            if params[id(v)] not in out:
+                out.append(params[id(v)])
+            continue
+        todo.extend(s for s in _sources(v) if _addressing(s.type))
     return out

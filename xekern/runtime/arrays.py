@@ -12,16 +12,18 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from .. import knobs
 from ..errors import LaunchError
 from ..ir import types as T
-from . import device as dev
+from . import device as dev, guards
 
 
 class DeviceArray:
     """A minimal USM array: ``shape``, ``dtype``, ``strides`` (bytes) and device memory.
 
     ``xk.to_device(np_array)`` makes one; ``a.numpy()`` copies it back. It exposes
-    ``__sycl_usm_array_interface__``, so dpnp and dpctl accept it too.
+    ``__sycl_usm_array_interface__``, so dpnp and dpctl accept it too. With ``XEKERN_DEBUG=1`` its
+    memory has guard regions on both sides (``runtime/guards.py``), checked after each launch.
     """
 
     def __init__(self, shape, dtype, queue=None, strides=None, _mem=None, _offset=0):
@@ -37,8 +39,19 @@ class DeviceArray:
             strides = tuple(reversed(strides))
         self.strides = tuple(strides)
         self._spec = None  # launch classification, filled in by the first launch
-        self._mem = _mem if _mem is not None else dev.dpctl().memory.MemoryUSMDevice(max(nbytes, 1), queue=self.queue)
+        self._guard = 0    # bytes of guard before and after the data (XEKERN_DEBUG=1)
+        if _mem is None and knobs.debug():
+            _mem, _offset = guards.allocate(nbytes, self.queue)
+            self._guard = _offset
+        elif _mem is None:
+            _mem = dev.dpctl().memory.MemoryUSMDevice(max(nbytes, 1), queue=self.queue)
+        self._mem = _mem
         self._offset = _offset
+
+    def _data(self):
+        """The dpctl memory of the data (a view past the guard, when there is one)."""
+        return self._mem if not self._offset else dev.memory_view(self._mem, self._offset, max(self.nbytes, 1),
+                                                                    self.queue)
 
     @property
     def nbytes(self) -> int:
@@ -70,10 +83,10 @@ class DeviceArray:
         """A NumPy copy (waits for kernels queued before)."""
         out = np.empty(self.shape, self.dtype)
         if self.nbytes:
-            if not self.is_contiguous or self._offset:
+            if not self.is_contiguous or self._offset != self._guard:
                 raise LaunchError("numpy() of a strided view is not supported; copy the base array")
             self.queue.wait()
-            self._mem.copy_to_host(out.reshape(-1).view(np.uint8))
+            self.queue.memcpy(out.reshape(-1).view(np.uint8), self._data(), self.nbytes)
         return out
 
     asnumpy = numpy
@@ -83,13 +96,13 @@ class DeviceArray:
         if host.shape != self.shape:
             raise LaunchError(f"copy_from: shape {host.shape} does not match {self.shape}")
         if self.nbytes:
-            self._mem.copy_from_host(host.reshape(-1).view(np.uint8))
+            self.queue.memcpy(self._data(), host.reshape(-1).view(np.uint8), self.nbytes)
         return self
 
     def fill_bytes(self, byte: int) -> "DeviceArray":
         host = np.full(self.nbytes, byte, np.uint8)
         if self.nbytes:
-            self._mem.copy_from_host(host)
+            self.queue.memcpy(self._data(), host, self.nbytes)
         return self
 
     def __repr__(self) -> str:
@@ -127,11 +140,11 @@ def c_strides(shape) -> Tuple[int, ...]:
 
 
 def usm_info(obj, name: str) -> Tuple[int, T.DType, object, tuple, tuple]:
-    """(pointer, dtype, syclobj, shape, strides in elements) of a USM array argument."""
+    """(pointer to the first element, dtype, syclobj, shape, strides in elements) of a USM array argument."""
     try:
         iface = obj.__sycl_usm_array_interface__
-        ptr = iface["data"][0]
         dt = np.dtype(iface["typestr"])
+        ptr = iface["data"][0] + int(iface.get("offset") or 0) * dt.itemsize
     except Exception as e:
         raise LaunchError(f"argument '{name}': its __sycl_usm_array_interface__ is malformed ({e})") from None
     if iface["typestr"] in ("|V2", "<V2") and hasattr(obj, "dtype") and str(obj.dtype) == "bfloat16":

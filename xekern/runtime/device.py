@@ -106,6 +106,22 @@ def as_device(device):
                       f"got {type(device).__name__}")
 
 
+class _View:
+    """A span of a USM allocation, as ``__sycl_usm_array_interface__`` (it holds the allocation)."""
+
+    __slots__ = ("mem", "__sycl_usm_array_interface__")
+
+    def __init__(self, mem, offset: int, nbytes: int, queue):
+        self.mem = mem
+        self.__sycl_usm_array_interface__ = {"data": (mem._pointer + offset, False), "shape": (nbytes,),
+                                             "strides": None, "typestr": "|u1", "version": 1, "syclobj": queue}
+
+
+def memory_view(mem, offset: int, nbytes: int, queue):
+    """A dpctl USM memory object for ``nbytes`` of ``mem`` from ``offset`` (it keeps ``mem`` alive)."""
+    return dpctl().memory.as_usm_memory(_View(mem, offset, nbytes, queue))
+
+
 def queue_for(device=None):
     """A cached in-order queue (with event profiling) on ``device``."""
     d = as_device(device)

@@ -34,7 +34,7 @@ from ..compiler import compile_kernel
 from ..lowering.pipeline import Asm, Compiled, Options
 from ..targets import Target, get_target
 from ..version import __version__
-from . import arrays, device as dev, dlpack, driver_probe, extents, surfaces, writes
+from . import arrays, device as dev, dlpack, driver_probe, extents, guards, launch_memo, surfaces, usm_args, writes
 from .launch import Launch, check_grid
 from .cache import compiler_fingerprint, disk_cache, stats
 
@@ -120,21 +120,61 @@ class CompiledKernel:
 # ---- arguments -------------------------------------------------------------------------------
 
 class _NumpyCopy:
-    """A NumPy argument copied to the device for one launch (and back after it)."""
+    """A NumPy argument copied to the device for one launch (and back after it), between two guard
+    regions that the launch checks before copying back (``runtime/guards.py``). The array and its
+    guards go to the device and come back in one copy each."""
 
-    __slots__ = ("host", "mem")
+    __slots__ = ("host", "name", "buf", "arg")
 
-    def __init__(self, host: np.ndarray, queue):
-        self.host = host
+    def __init__(self, host: np.ndarray, name: str, queue):
+        self.host, self.name = host, name
         # 64-byte aligned, as 2D block messages want their base (runtime/surfaces.address counts on it)
-        self.mem = dev.dpctl().memory.MemoryUSMDevice(max(host.nbytes, 1), alignment=64, queue=queue)
-        if host.nbytes:  # the bytes in memory order (C or Fortran): the kernel sees the array's own layout
-            self.mem.copy_from_host(host.ravel(order="K").view(np.uint8))
+        self.buf = guards.acquire(host.nbytes, queue)
+        self.arg = self.buf.arg
+        # the bytes in memory order (C or Fortran): the kernel sees the array's own layout
+        self.buf.mem.copy_from_host(guards.staged(host.ravel(order="K").view(np.uint8), self.buf.g))
 
-    def copy_back(self):
+    @property
+    def writeable(self) -> bool:
+        return self.host.flags.writeable
+
+    def finish(self, kernel: str, writes: Dict[str, str], queue) -> Optional[np.ndarray]:
+        """The device bytes of the array; LaunchError if the kernel wrote outside it (its guards changed)."""
+        b = self.buf
+        whole = np.empty(b.mem.nbytes, np.uint8)
+        b.mem.copy_to_host(whole)
+        bad = guards.overrun(b.mem, b.g, b.nbytes, queue, whole)
+        guards.release(b)   # (the launch is over; the next one rewrites it whole)
+        if bad is not None:
+            raise guards.error(kernel, self.name, "a NumPy array", self.host.dtype, self.host.size, *bad,
+                               writes.get(self.name, ""), unchanged=True)
+        return whole[b.g:b.g + b.nbytes]
+
+    def copy_back(self, data: np.ndarray) -> None:
         if self.host.nbytes and self.host.flags.writeable:
-            flat = self.host.ravel(order="K")  # a view for C- and Fortran-contiguous arrays
-            self.mem.copy_to_host(flat.view(np.uint8))
+            self.host.ravel(order="K").view(np.uint8)[...] = data   # (a view: C- or Fortran-contiguous)
+
+
+class _DeviceGuard:
+    """A device array with guards (made under XEKERN_DEBUG=1): checked after the launch like a
+    NumPy argument's copy."""
+
+    __slots__ = ("array", "name")
+    writeable = True
+
+    def __init__(self, array: arrays.DeviceArray, name: str):
+        self.array, self.name = array, name
+
+    def finish(self, kernel: str, writes: Dict[str, str], queue) -> None:
+        a = self.array
+        bad = guards.overrun(a._mem, a._guard, a.nbytes, queue)
+        if bad is not None:
+            guards.refill(a._mem, a._guard, a.nbytes, queue)
+            raise guards.error(kernel, self.name, "a device array", a.dtype, a.size, *bad, writes.get(self.name, ""),
+                               unchanged=False)
+
+    def copy_back(self, data) -> None:
+        pass
 
 
 ONE = ("1",)   # the key part of an integer argument equal to 1 (compiled as the constant, not passed)
@@ -183,8 +223,10 @@ def _classify(v, name: str):
         d = arrays.dtype_of(v.dtype, name)
         return ("p", d.name), _pointer(d)
     if hasattr(v, "__sycl_usm_array_interface__"):
-        _, d, _, _, _ = arrays.usm_info(v, name)
-        return ("p", d.name), PointerType(d)
+        if t is not dlpack.DLPackArray:   # (their launches take a fast path from now on)
+            _FAST_CLASSIFY[t] = usm_args.classify
+        part, irt, _ = usm_args.classify(v, name)
+        return part, irt
     if isinstance(v, np.ndarray):
         d = arrays.dtype_of(v.dtype, name)
         return ("p", d.name), PointerType(d)
@@ -203,6 +245,8 @@ def _arg_device_array(v, name, queue, copies):
     if v.queue is not queue and v.queue.sycl_context != queue.sycl_context:
         raise LaunchError(f"argument '{name}' lives on {v.queue.sycl_device.name!r}, not on the launch "
                           f"device {queue.sycl_device.name!r}")
+    if v._guard:
+        copies.append(_DeviceGuard(v, name))
     return v._mem if not v._offset else dev.dpctl().memory.as_usm_memory(v)
 
 
@@ -213,32 +257,22 @@ def _arg_numpy(v, name, queue, copies):
     copies_np = [c for c in copies if type(c) is _NumpyCopy]
     for c in copies_np:  # the same array passed twice shares one device copy (else the copy back of the
         if c.host is v:  # unwritten twin would undo the kernel's writes)
-            return c.mem
+            return c.arg
     for c in copies_np:
         if np.shares_memory(c.host, v):
             raise LaunchError(f"argument '{name}' overlaps another NumPy argument without being the same "
                               f"array; their device copies could not see each other's writes: pass device "
                               f"arrays (xk.to_device) for overlapping views")
-    c = _NumpyCopy(v, queue)
+    c = _NumpyCopy(v, name, queue)
     copies.append(c)
-    return c.mem
-
-
-def _arg_usm(v, name, queue, copies):
-    _, _, syclobj, _, _ = arrays.usm_info(v, name)
-    ctx = arrays.context_of(syclobj)
-    if ctx is not None and ctx != queue.sycl_context:
-        raise LaunchError(f"argument '{name}' lives in another SYCL context than the launch queue "
-                          f"({queue.sycl_device.name!r}); move it with .to_device() or pass queue=")
-    memory = dev.dpctl().memory
-    return v if isinstance(v, memory._memory._Memory) else memory.as_usm_memory(v)
+    return c.arg
 
 
 def _arg_dlpack(v, name, queue, copies):
     """A oneAPI DLPack tensor: passed like a USM array; ``copies`` takes it so that the launch keeps
     it (and so its producer's memory) alive until the kernel's event completes."""
     copies.append(v)
-    return _arg_usm(v, name, queue, copies)
+    return usm_args.argument(v, name, queue, copies)
 
 
 def _scalar_arg(ctype, cast):
@@ -262,7 +296,7 @@ def converter(v, irt):
             return _arg_numpy
         if isinstance(v, dlpack.DLPackArray):
             return _arg_dlpack
-        return _arg_usm
+        return usm_args.argument
     conv = _SCALAR_ARGS.get(irt.name)
     if conv is None:
         raise LaunchError(f"scalars of {irt} cannot be passed to a kernel")
@@ -290,14 +324,16 @@ _SIMPLE_CONSTS = frozenset((int, float, bool, str, type(None)))
 
 
 def _queue_of(values) -> Optional[object]:
+    """The queue of the first device array argument that names one (None: the default queue)."""
     for v in values:
-        if isinstance(v, arrays.DeviceArray):
+        t = type(v)
+        if t is arrays.DeviceArray or isinstance(v, arrays.DeviceArray):
             return v.queue
-        iface = getattr(v, "__sycl_usm_array_interface__", None) if not isinstance(v, (int, float, np.ndarray)) \
-            else None
-        if iface is not None:
-            q = iface.get("syclobj")
-            if q is not None and hasattr(q, "submit_async"):
+        if t in _SIMPLE_CONSTS or t is np.ndarray:
+            continue
+        if hasattr(t, "__sycl_usm_array_interface__") or hasattr(v, "__sycl_usm_array_interface__"):
+            q = usm_args.queue_of(v)
+            if q is not None:
                 return q
     return None
 
@@ -384,6 +420,7 @@ class JITFunction:
         self._options: Dict[tuple, Options] = {}
         self._plain: Dict[int, tuple] = {}  # queue id -> (target, options, queue) for launches without options
         self._fallbacks: Dict[tuple, Any] = {}  # (queue id, target) -> Emitter after a driver rejected one
+        self._memo: Optional[launch_memo.LaunchMemo] = None  # the last launch, to repeat (launch_memo.py)
 
     def __repr__(self) -> str:
         return f"<xekern kernel {self.__qualname__}>"
@@ -576,6 +613,7 @@ class JITFunction:
 
     def _evict(self, bound: int) -> None:
         """Drop least recently used specializations beyond ``bound``, with their driver kernels."""
+        self._memo = None
         while len(self.cache) > bound:
             _, old = self.cache.popitem(last=False)
             old.release()
@@ -617,6 +655,9 @@ class JITFunction:
         return _host_dlpack(self.params, self.bind(args, kwargs))
 
     def run(self, grid, args, kwargs):
+        memo = self._memo
+        if memo is not None and memo.matches(grid, args, kwargs):
+            return memo.launch()
         overrides = self.launch_options(kwargs)
         values = self.arguments(args, kwargs)
         queue = overrides.get("queue")
@@ -642,7 +683,7 @@ class JITFunction:
         self.last = ck
         while True:
             try:
-                return self._submit(ck, grid, values, runtime, queue)
+                return self._submit(ck, grid, values, runtime, queue, (args, kwargs))
             except dev.DriverRejected as e:  # rebuilt with the next emitter (``_fall_back``), or raised
                 options = self._fall_back(e, queue, target, options, overrides)
                 key, runtime = self.specialize(values, options)
@@ -678,9 +719,16 @@ class JITFunction:
                       f"{error}", EmitterWarning, stacklevel=4)
         self._fallbacks[(id(queue), target.name)] = nxt
         self._plain.pop(id(queue), None)
+        self._memo = None
         return self.queue_options(queue, overrides)[1]
 
-    def _submit(self, ck: CompiledKernel, grid, values: list, runtime, queue) -> Launch:
+    def _forget(self, memo=None) -> None:
+        """Drop the launch memo (``memo``: only if it is still that one)."""
+        if memo is None or self._memo is memo:
+            self._memo = None
+
+    def _submit(self, ck: CompiledKernel, grid, values: list, runtime, queue, raw=None) -> Launch:
+        """Launch ``ck``; ``raw`` (the launch's own args and kwargs) lets it be memoized."""
         g = check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
         copies: List[_NumpyCopy] = []
@@ -691,9 +739,9 @@ class JITFunction:
         if copies:
             held = [c for c in copies if type(c) is dlpack.DLPackArray]
             if held:
-                copies = [c for c in copies if type(c) is _NumpyCopy]
+                copies = [c for c in copies if type(c) is not dlpack.DLPackArray]
             if ck.writes and not all(not c.read_only if type(c) is dlpack.DLPackArray
-                                     else c.host.flags.writeable for c in held + copies):
+                                     else c.writeable for c in held + copies):
                 writes.check(self.__name__, ck.writes, {name: values[i] for i, name, _, _ in runtime})
         wg = ck.workgroup_size
         if len(g) == 1:
@@ -712,8 +760,11 @@ class JITFunction:
             dlpack.keep_alive(queue, held, event)
         if copies:
             event.wait()
-            for c in copies:
-                c.copy_back()
+            data = [c.finish(self.__name__, ck.writes, queue) for c in copies]   # every guard first: an
+            for c, d in zip(copies, data):                                      # overrun leaves every
+                c.copy_back(d)                                                  # NumPy argument unchanged
+        elif raw is not None and not held:
+            self._memo = launch_memo.capture(grid, raw[0], raw[1], queue, kernel, kargs, gs, ls, ck, self._forget)
         return Launch(ck, event)
 
     def warmup(self, *args, grid=None, **kwargs) -> CompiledKernel:
