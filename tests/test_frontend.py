@@ -179,6 +179,20 @@ def e_return_in_if(x_ptr, n):
 
 
 @xk.jit
+def e_return_value(x_ptr, n):
+    xl.store(x_ptr, 1.0)
+    return n + 3
+
+
+@xk.jit
+def e_gemv_dot(x_ptr, n):
+    rows = xl.arange(0, 32)
+    a = xl.load(x_ptr + rows[:, None] * 64 + xl.arange(0, 64)[None, :])
+    v = xl.load(x_ptr + xl.arange(0, 64)[:, None] + xl.arange(0, 1)[None, :])
+    xl.store(x_ptr + rows[:, None] + xl.arange(0, 1)[None, :], xl.dot(a, v))
+
+
+@xk.jit
 def e_break(x_ptr, n):
     for i in range(n):
         break
@@ -323,6 +337,9 @@ ERRORS = [
     (e_tile_condition, "v > 0", "a condition must be a scalar, not a tile of shape [16]"),
     (e_type_change, "for i in range(n)", "loop-carried 'acc' changes type"),
     (e_return_in_if, "return", "return inside if/for/while is not supported"),
+    (e_return_value, "return n + 3", "a kernel cannot return a value"),
+    (e_gemv_dot, "xl.dot(a, v)", "dot: N = 1 (the columns of [32, 64] x [64, 1]) is below 16, the N of one DPAS "
+                                 "instruction on a 16-lane subgroup (cpu)"),
     (e_break, "break", "break is not supported"),
     (e_arange_runtime, "xl.arange(0, n)", "arange bounds must be compile-time integers"),
     (e_shapes, "a + b", "incompatible shapes [16] and [32]"),

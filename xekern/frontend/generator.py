@@ -115,6 +115,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.depth = depth
         self.ret: Any = None
         self.returned = False
+        self.ret_node: Optional[ast.Return] = None   # (where a kernel's stray return value is reported)
         self.one_branch = set()   # names assigned in only one branch of an if
         self.loop_locals = set()  # names first assigned inside a loop body
         self._stack = ()          # jit functions being inlined (to reject recursion)
@@ -182,6 +183,7 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Return(self, node):
         self.ret = self.visit(node.value) if node.value is not None else None
         self.returned = True
+        self.ret_node = node
 
     def visit_Assign(self, node):
         value = self.visit(node.value)
@@ -912,7 +914,7 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     gen = CodeGenerator(src, sem, scope)
     ret = gen.visit_function(tree)
     if ret is not None:
-        raise src.error(tree, "a kernel cannot return a value; store results with xl.store")
+        raise src.error(gen.ret_node or tree, "a kernel cannot return a value; store results with xl.store")
     builder.create(ir.ReturnOp)
     if level == "lane":
         check_lane_level(func)

@@ -13,11 +13,16 @@ from typing import List, Optional, Sequence
 from .. import ir
 from ..ir import types as T
 from ..ir.types import DType, PointerType, VectorType
-from ..language.core import pointer_tile, tensor, unwrap
+from ..language.core import MAX_LANE_NUMEL, MAX_TILE_NUMEL, pointer_tile, tensor, unwrap
+
+MAX_KERNEL_OPS = 100_000   # operations the frontend builds for one kernel (bounds the compile)
 
 
 class SemanticError(Exception):
     """A user mistake found while building IR; the frontend adds the source location."""
+
+
+_OP_SYMBOL = {"truediv": "/", "floordiv": "//", "mod": "%"}
 
 
 def _is_pow2(n: int) -> bool:
@@ -48,7 +53,35 @@ class ArithSemantic:
 
     # ---- building blocks ------------------------------------------------------------------
     def op(self, cls, *args, **kw) -> tensor:
-        return tensor(self.b(cls, *args, **kw))
+        self._ops += 1
+        if self._ops > MAX_KERNEL_OPS:
+            raise SemanticError(f"the kernel's IR passed {MAX_KERNEL_OPS} operations here (xl.static_range "
+                                f"loops and Python loops over constants unroll into the IR); use range() for a "
+                                f"loop that runs on the device, or a smaller unroll")
+        v = self.b(cls, *args, **kw)
+        t = getattr(v, "type", None)
+        if isinstance(t, VectorType) and len(t.shape) and math.prod(t.shape) > self._small_tile:
+            self._check_tile_size(t)
+        return tensor(v)
+
+    _small_tile = 512   # (tiles up to this size pass every limit on every target: no check)
+    _ops = 0
+
+    def _check_tile_size(self, t: VectorType) -> None:
+        """Refuse, at the op that makes it, a tile no compile could finish: more than MAX_TILE_NUMEL
+        elements, or more than MAX_LANE_NUMEL per lane of the workgroup (each is unrolled code)."""
+        n = math.prod(t.shape)
+        if n > MAX_TILE_NUMEL:
+            raise SemanticError(f"a tile of shape {list(t.shape)} has {n} elements; a tile may have at most "
+                                f"{MAX_TILE_NUMEL} (xl.MAX_TILE_NUMEL, as Triton's TRITON_MAX_TENSOR_NUMEL)")
+        groups = self.options.num_subgroups if self.level == "wg" else 1
+        lanes = groups * self.options.target.sg_size
+        if n > MAX_LANE_NUMEL * lanes:
+            raise SemanticError(f"a tile of shape {list(t.shape)} gives each of the {lanes} lanes ({groups} "
+                                f"subgroup(s) x {self.options.target.sg_size}) {n // lanes} elements; a kernel may "
+                                f"hold at most {MAX_LANE_NUMEL} per lane (xl.MAX_LANE_NUMEL: each element is unrolled "
+                                f"code, so this bounds the compile); use a smaller block or more subgroups "
+                                f"(@xk.jit(num_subgroups=...))")
 
     def const(self, value, dtype: DType, shape=()) -> tensor:
         if dtype.is_bool:
@@ -296,6 +329,14 @@ class ArithSemantic:
             return self.pointer_arith(opname, ua, ub)
         div_or_mod = opname in ("truediv", "floordiv", "mod")
         ta, tb = self._weak_operands(ua, ub)
+        if div_or_mod and ta.dtype.is_int and tb.dtype.is_int and not (ta.dtype.is_bool or tb.dtype.is_bool) \
+                and ta.dtype.is_signed != tb.dtype.is_signed:
+            raise SemanticError(f"'{_OP_SYMBOL[opname]}' between {_np_dtype_name(ta.dtype)} and "
+                                f"{_np_dtype_name(tb.dtype)}: the operands have different signedness, which is "
+                                f"unlikely to give a useful answer (Triton rejects it too); cast one of them with "
+                                f".to(...) first")
+        # Triton shifts right by the left operand's own signedness, whatever the promoted type
+        arith_shift = opname == "rshift" and isinstance(ua, tensor) and ta.dtype.is_int and ta.dtype.is_signed
         dt = self.promote(ta.dtype, tb.dtype, div_or_mod)
         if opname == "truediv" and dt.is_int:
             dt = T.float32
@@ -304,6 +345,8 @@ class ArithSemantic:
                                 f"{_np_dtype_name(ta.dtype)} and {_np_dtype_name(tb.dtype)}")
         ta, tb = self.cast(ta, dt), self.cast(tb, dt)
         ta, tb = self.broadcast_pair(ta, tb)
+        if arith_shift and not dt.is_signed:
+            return self.op(ir.BinaryOp, "shrsi", ta.handle, tb.handle)
         return self._binary_same(opname, ta, tb, dt)
 
     def _binary_same(self, opname: str, ta: tensor, tb: tensor, dt: DType) -> tensor:
@@ -373,6 +416,29 @@ class ArithSemantic:
             raise SemanticError(f"'{opname}' on tiles is ambiguous; use '&' or '|' for elementwise logic")
         return self.binary(opname, self.cast(ta, T.int1), self.cast(tb, T.int1))
 
+    def static_assert(self, cond, msg) -> None:
+        c, m = unwrap(cond), unwrap(msg)
+        if isinstance(c, tensor):
+            raise SemanticError("xl.static_assert needs a compile-time condition (constexpr arithmetic), got a "
+                                "runtime value; use xl.device_assert for values known only when the kernel runs")
+        if not c:
+            raise SemanticError(f"static_assert failed: {m}" if m else "static_assert failed")
+
+    def static_print(self, values) -> None:
+        import sys
+        parts = [f"{v.type}" if isinstance(v, tensor) else str(v) for v in (unwrap(x) for x in values)]
+        print(*parts, file=sys.stderr)
+
+    def hint(self, name: str, x, values):
+        v = unwrap(values)
+        vs = [unwrap(e) for e in v] if isinstance(v, (list, tuple)) else [v]
+        if not all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in vs):
+            raise SemanticError(f"xl.{name}(x, values): values must be positive integer constants, got {v!r}")
+        t = unwrap(x)
+        if isinstance(t, tensor) and t.is_tile and len(vs) not in (1, len(t.shape)):
+            raise SemanticError(f"xl.{name}(x, values): {len(vs)} values for a tile of rank {len(t.shape)}")
+        return x
+
     def assume(self, cond) -> None:
         """``xl.assume(cond)``: a promise that the scalar ``cond`` holds. Nothing is emitted: the
         condition is checked for its type and dropped (unused IR is removed with it), which is
@@ -423,6 +489,21 @@ class ArithSemantic:
                 return self.cast(self.op(ir.UnaryOp, fn, self.cast(x, T.float32).handle), x.dtype)
             return self.op(ir.UnaryOp, fn, x.handle)
         raise SemanticError(f"unknown math function {fn}")
+
+    def float_of(self, x) -> tensor:
+        """``x`` as a float tensor (integers and Python numbers become float32)."""
+        x = self.to_tensor(x)
+        return x if x.dtype.is_floating else self.cast(x, T.float32)
+
+    def mulhi(self, a, b, signed: bool) -> tensor:
+        """The high half of the 2N-bit product of two N-bit integers (``xl.math.umulhi``)."""
+        ta, tb = self._weak_operands(a, b)
+        dt = self.promote(ta.dtype, tb.dtype)
+        if not dt.is_int or dt.is_bool:
+            raise SemanticError(f"umulhi needs integer operands, got {_np_dtype_name(ta.dtype)} and "
+                                f"{_np_dtype_name(tb.dtype)}")
+        ta, tb = self.broadcast_pair(self.cast(ta, dt), self.cast(tb, dt))
+        return self.op(ir.BinaryOp, "mulhisi" if signed else "mulhiui", ta.handle, tb.handle)
 
     def minmax(self, kind: str, a, b, propagate_nan: bool = False) -> tensor:
         ta, tb = self._weak_operands(a, b)

@@ -393,13 +393,24 @@ class TileSemantic:
             raise SemanticError(f"dot: inner dimensions differ: {list(a.shape)} x {list(b.shape)}")
         if a.shape[:-2] != b.shape[:-2]:
             raise SemanticError(f"dot: batch dimensions differ: {list(a.shape)} x {list(b.shape)}")
+        sg = self.options.target.sg_size
+        if b.shape[-1] < sg:
+            raise SemanticError(f"dot: N = {b.shape[-1]} (the columns of {list(a.shape)} x {list(b.shape)}) is below "
+                                f"{sg}, the N of one DPAS instruction on a {sg}-lane subgroup "
+                                f"({self.options.target.name}); make the tile at least {sg} wide and mask the extra "
+                                f"columns, or write a matrix-vector product as xl.sum(a * x[None, :], axis=1)")
         ea, eb = a.dtype, b.dtype
         if ea != eb and not ({ea, eb} <= {T.int8, T.uint8}):
             raise SemanticError(f"dot operands must share a dtype, got {ea.user_name} and {eb.user_name}")
         if ea not in self._DOT_ACC:
             raise SemanticError(f"dot does not support {ea.user_name} operands "
                                 f"(bfloat16, float16, float32 (tf32), int8, uint8)")
-        acc_dt = unwrap(out_dtype) or self._DOT_ACC[ea]
+        native = self._DOT_ACC[ea]
+        acc_dt = unwrap(out_dtype) or native
+        if acc_dt != native and not (ea in (T.float16, T.bfloat16) and acc_dt in (T.float16, T.bfloat16)):
+            raise SemanticError(f"dot of {ea.user_name} operands: out_dtype must be {native.user_name}"
+                                + (" or a 16-bit float" if native == T.float32 and ea != T.float32 else "")
+                                + f", got {getattr(acc_dt, 'user_name', acc_dt)}")
         shape = a.shape[:-1] + (b.shape[-1],)
         if acc is not None:
             acc = self.to_tensor(acc)
@@ -408,6 +419,9 @@ class TileSemantic:
             if acc.dtype != acc_dt:
                 raise SemanticError(f"dot accumulator is {acc.dtype.user_name}; {ea.user_name} products "
                                     f"accumulate in {acc_dt.user_name}")
+        if acc_dt != native:   # a 16-bit result: the matrix engine accumulates in f32, rounded once at the end
+            wide = self.dot(a, b, self.cast(acc, native) if acc is not None else None, None, input_precision)
+            return self.cast(wide, acc_dt)
         attrs = {}
         prec = unwrap(input_precision)
         if ea == T.float32 and prec not in (None, "tf32", "ieee"):

@@ -5,9 +5,10 @@ that kernels call (``xl.program_id``, ``xl.arange``, ``xl.load``, ``xl.dot``, ..
 docs/language.md for every function with an example.
 """
 from ..ir.layout import Layout, SliceLayout
+from . import math  # noqa: F401  (xl.math.exp2, ...)
 from .builtins import *  # noqa: F401,F403
 from .builtins import __dict__ as _b
-from .core import (ALL_DTYPES, bfloat16, builtin, constexpr, dtype, float16, float32, float64, int1, int8,
+from .core import (ALL_DTYPES, MAX_LANE_NUMEL, MAX_TILE_NUMEL, bfloat16, builtin, constexpr, dtype, float16, float32, float64, int1, int8,
                    int16, int32, int64, mem_desc, nbarrier, pointer_tile, private_array, scatter_descriptor, tensor,
                    tensor_descriptor, uint8,
                    uint16, uint32, uint64)
@@ -17,5 +18,6 @@ bool_ = int1
 float = float32  # noqa: A001
 double = float64
 half = float16
+TRITON_MAX_TENSOR_NUMEL = MAX_TILE_NUMEL
 
 __all__ = [n for n in list(globals()) if not n.startswith("_")]

@@ -154,6 +154,41 @@ def assume(cond, _sem=None):
     return _sem.assume(cond)
 
 
+@builtin
+def static_assert(cond, msg="", _sem=None):
+    """A compile-time check (Triton's ``tl.static_assert``): ``cond`` must be a constant (constexpr
+    arithmetic), and a false one is a compile error with ``msg``. ``xl.static_assert(BLOCK % 16 == 0)``"""
+    return _sem.static_assert(cond, msg)
+
+
+@builtin
+def static_print(*values, _sem=None):
+    """Print constants (and the types of tensors) when the kernel compiles (``tl.static_print``)."""
+    return _sem.static_print(values)
+
+
+@builtin
+def debug_barrier(_sem=None):
+    """Triton's ``tl.debug_barrier()``: a workgroup barrier (``xl.barrier``)."""
+    return _sem.barrier()
+
+
+def _hint(name):
+    @builtin
+    def f(input, values, _sem=None):
+        return _sem.hint(name, input, values)
+    f.__name__ = name
+    f.__doc__ = (f"Triton's ``tl.{name}(x, values)``: a promise about ``x`` for the optimizer. It is "
+                 f"checked (positive integer constants, one per dimension) and returns ``x``; xekern "
+                 f"derives the facts from the values themselves.")
+    return f
+
+
+multiple_of = _hint("multiple_of")
+max_contiguous = _hint("max_contiguous")
+max_constancy = _hint("max_constancy")
+
+
 # ---- shapes ------------------------------------------------------------------------------------
 
 @builtin

@@ -19,6 +19,10 @@ from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
 dtype = DType
 float8 = None  # not supported: no fp8 DPAS on the targets xekern knows
 
+# the size limits of a tile (checked as each op is built, docs/language.md "Limits"):
+MAX_TILE_NUMEL = 1 << 20      # elements of one tile, as Triton's TRITON_MAX_TENSOR_NUMEL
+MAX_LANE_NUMEL = 2048         # elements of one tile per lane: each is unrolled code, so this bounds compile work
+
 
 def builtin(fn):
     """Mark ``fn`` as a kernel builtin: the frontend calls it with ``_sem=`` at compile time, and
