@@ -50,7 +50,7 @@ def lane_sum(x_ptr, sum_ptr, swap_ptr, ids_ptr, n):
 def test_levels_enter_the_pipeline_at_their_level():
     assert [p.name for p in passes_for("wg")] == [
         "drop-breakpoints", "block-pointers", "surface-rules", "transpose-loads", "slm-transpose", "layout",
-        "narrow-conversions", "hoist-conversions", "sg", "slm-barriers", "inst", "merge-block-messages", "lane",
+        "narrow-conversions", "hoist-conversions", "global-order", "sg", "slm-barriers", "inst", "merge-block-messages", "lane",
         "strip-mine", "coalesce", "emitter-decisions"]
     # a subgroup-level kernel enters at the layout step (a subgroup's layouts, no sg_layout)
     assert [p.name for p in passes_for("sg")] == [

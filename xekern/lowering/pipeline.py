@@ -24,9 +24,9 @@ from .. import ir
 from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
-from . import (block_pointers, blocking, coalesce, drop_breakpoints, emitter_decisions, hoist_conversions,
-               merge_block_messages, narrow_conversions, propagate_layout, sg_to_lane, slm_barriers, slm_transpose,
-               strip_mine, surface_rules, transpose_loads, wg_to_sg)
+from . import (block_pointers, blocking, coalesce, drop_breakpoints, emitter_decisions, global_order,
+               hoist_conversions, merge_block_messages, narrow_conversions, propagate_layout, sg_to_lane,
+               slm_barriers, slm_transpose, strip_mine, surface_rules, transpose_loads, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -92,6 +92,7 @@ PASSES: List[Pass] = [
     Pass("layout", ("wg", "sg"), None, propagate_layout.run),          # sg: a subgroup-level kernel's
     Pass("narrow-conversions", ("wg",), None, narrow_conversions.run),
     Pass("hoist-conversions", ("wg",), None, hoist_conversions.run),
+    Pass("global-order", ("wg",), None, global_order.run),
     Pass("sg", ("wg",), "sg", wg_to_sg.run),
     Pass("slm-barriers", ("sg",), None, slm_barriers.run),
     Pass("inst", ("sg",), "inst", blocking.run),

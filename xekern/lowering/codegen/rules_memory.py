@@ -14,7 +14,7 @@ from . import block_io, pointer_blocks, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from ..messages import lane_offsets, origin_multiple_of
 from .memory import load_elem, slm_offset, slot_coords, store_elem, zero
-from .ocl import I1, I8, I32, I64
+from .ocl import F16, I1, I8, I32, I64
 
 
 @rule(ir.AddPtrOp)
@@ -121,7 +121,8 @@ def _atomic(cg: CodeGen, op: ir.AtomicRMWOp):
     table = _ATOMIC_FLOAT if t.is_floating else (_ATOMIC_INT if t.is_signed else _ATOMIC_UINT)
     if kind != "cas" and kind not in table:
         raise PassError(f"codegen: atomic {kind} on {t.user_name} is not supported", op)
-    if t.is_floating and kind in ("add", "max", "min"):
+    narrow = t.is_floating and t.bits == 16
+    if t.is_floating and kind in ("add", "max", "min") and not narrow:
         cg.extensions.add("SPV_EXT_shader_atomic_float_add" if kind == "add" else
                           "SPV_EXT_shader_atomic_float_min_max")
     out = []
@@ -131,9 +132,52 @@ def _atomic(cg: CodeGen, op: ir.AtomicRMWOp):
                 pair = cg.b.cmpxchg(p, cmps[i], vals[i], ordering, _fail_order(ordering))
                 return cg.b.extract_value(pair, 0)
             v = vals[i]
+            if narrow:
+                return _atomic16(cg, kind, t, p, v, ordering)
             return cg.b.atomic_rmw(table[kind], p, v, ordering)
         out.append(cg.masked(m, do, zero(t)))
     return [out]
+
+
+def _atomic16(cg: CodeGen, kind: str, t: DType, p, v, ordering: str):
+    """A 16-bit float atomic as a compare-and-swap loop on the aligned 32-bit word holding it: SPIR-V's
+    16-bit float atomics need ``SPV_EXT_shader_atomic_float16_add``, which neither LLVM's backend here
+    nor every driver takes. Returns the old value."""
+    from .arith import bf16_to_f32, f32_to_bf16
+    b = cg.b
+    I16 = ll.IntType(16)
+    addr = b.ptrtoint(p, I64)
+    word = b.inttoptr(b.and_(addr, ll.Constant(I64, ~3)), p.type)
+    shift = b.trunc(b.shl(b.and_(addr, ll.Constant(I64, 2)), ll.Constant(I64, 3)), I32)
+    keep = b.xor(b.shl(ll.Constant(I32, 0xFFFF), shift), ll.Constant(I32, -1))
+    first = b.load_atomic(word, "monotonic", 4, typ=I32)
+    start = b.block
+    loop = cg.fn.append_basic_block("cas16")
+    done = cg.fn.append_basic_block("cas16_done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    old = b.phi(I32)
+    old.add_incoming(first, start)
+    bits = b.trunc(b.lshr(old, shift), I16)
+    if t.name == "bf16":
+        cur, x = bf16_to_f32(cg, bits), bf16_to_f32(cg, v)
+    else:
+        cur, x = b.bitcast(bits, F16), v
+    if kind == "add":
+        new = b.fadd(cur, x)
+    elif kind == "xchg":
+        new = x
+    else:   # max / min: the other operand where the comparison says so (NaN in memory is replaced)
+        take = b.fcmp_unordered(">" if kind == "max" else "<", x, cur)
+        new = b.select(take, x, cur)
+    new_bits = f32_to_bf16(cg, new) if t.name == "bf16" else b.bitcast(new, I16)
+    merged = b.or_(b.and_(old, keep), b.shl(b.zext(new_bits, I32), shift))
+    pair = b.cmpxchg(word, old, merged, ordering, _fail_order(ordering))
+    seen = b.extract_value(pair, 0)
+    old.add_incoming(seen, b.block)
+    b.cbranch(b.extract_value(pair, 1), done, loop)
+    b.position_at_end(done)
+    return bits if t.name == "bf16" else b.bitcast(bits, F16)
 
 
 def _fail_order(ordering: str) -> str:

@@ -1,0 +1,162 @@
+"""Triton's semantics where xekern computed something else without a word: shifts right by the left
+operand's signedness, no `/`, `//` or `%` between signed and unsigned integers, and program order
+for global memory (a later store is never seen by an earlier load of the program, whichever
+subgroups the two tiles are spread over)."""
+import numpy as np
+import pytest
+
+import xekern as xk
+import xekern.language as xl
+from conftest import poisoned
+
+
+@xk.jit
+def shift_right(x_ptr, s_ptr, o_ptr, u_ptr, n, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    m = offs < n
+    x = xl.load(x_ptr + offs, mask=m)           # int32
+    s = xl.load(s_ptr + offs, mask=m)           # uint32
+    xl.store(o_ptr + offs, (x >> s).to(xl.int32, bitcast=True), mask=m)   # arithmetic: x is signed
+    xl.store(u_ptr + offs, (x.to(xl.uint32, bitcast=True) >> s), mask=m)  # logical: the left is unsigned
+
+
+def test_shift_right_follows_the_left_operand(backend, rng):
+    n = 77
+    x = rng.integers(-(1 << 31), 1 << 31, n, dtype=np.int64).astype(np.int32)
+    s = rng.integers(0, 32, n).astype(np.uint32)
+    o, u = poisoned(n, np.int32), poisoned(n, np.uint32)
+    o, u = backend.run(shift_right, (1,), [x, s, o, u, n], BLOCK=128)[2:4]
+    np.testing.assert_array_equal(o, x.astype(np.int64) >> s.astype(np.int64))
+    np.testing.assert_array_equal(u, x.view(np.uint32).astype(np.uint64) >> s.astype(np.uint64))
+
+
+@xk.jit
+def mixed_division(x_ptr, s_ptr, o_ptr, OP: xl.constexpr):
+    offs = xl.arange(0, 16)
+    x = xl.load(x_ptr + offs)
+    s = xl.load(s_ptr + offs)
+    if OP == 0:
+        y = x // s
+    elif OP == 1:
+        y = x % s
+    else:
+        y = x / s
+    xl.store(o_ptr + offs, y)
+
+
+@pytest.mark.parametrize("op,symbol", [(0, "//"), (1, "%"), (2, "/")])
+def test_division_between_signed_and_unsigned_is_refused(op, symbol):
+    sig = {"x_ptr": xk.pointer(xl.int32), "s_ptr": xk.pointer(xl.uint32), "o_ptr": xk.pointer(xl.float32),
+           "OP": op}
+    with pytest.raises(xk.CompilationError) as info:
+        mixed_division.compile_offline(sig, "cpu")
+    text = str(info.value)
+    assert f"'{symbol}' between int32 and uint32: the operands have different signedness" in text, text
+
+
+@xk.jit
+def add_first_row(z_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    m = (r[:, None] < M) & (c[None, :] < N)
+    z = xl.load(z_ptr + r[:, None] * N + c[None, :], mask=m)
+    z += xl.load(z_ptr + c, mask=c < N)[None, :]
+    xl.store(z_ptr + r[:, None] * N + c[None, :], z, mask=m)
+
+
+@xk.jit
+def shift_rows_down(z_ptr, ROWS, N, BN: xl.constexpr):
+    c = xl.arange(0, BN)
+    for i in range(1, ROWS):
+        r = ROWS - i
+        above = xl.load(z_ptr + (r - 1) * N + c, mask=c < N)
+        xl.store(z_ptr + r * N + c, above, mask=c < N)
+
+
+@pytest.mark.parametrize("num_subgroups", [2, 4, 8])
+def test_a_later_store_is_not_seen_by_an_earlier_load(backend, rng, num_subgroups):
+    M, N = 29, 45
+    for _ in range(3):   # (a race shows up in some runs only)
+        z = rng.standard_normal((M, N)).astype(np.float32)
+        got = backend.run(add_first_row, (1,), [z, M, N], BM=32, BN=64, num_subgroups=num_subgroups)[0]
+        np.testing.assert_array_equal(got, z + z[0][None, :])
+
+
+def test_a_loop_that_moves_rows_in_place(backend, rng):
+    rows, N = 9, 100
+    z = rng.standard_normal((rows, N)).astype(np.float32)
+    got = backend.run(shift_rows_down, (1,), [z, rows, N], BN=128)[0]
+    want = np.concatenate([z[:1], z[:-1]])
+    np.testing.assert_array_equal(got[1:], want[1:])
+
+
+@xk.jit
+def add_into(o_ptr, x_ptr, n, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    m = offs < n
+    xl.atomic_add(o_ptr + offs, xl.load(x_ptr + xl.program_id(0) * n + offs, mask=m), mask=m)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_float_atomic_add_with_contention(backend, rng, dtype):
+    """Seven programs add into the same 53 slots (neighbours share a 32-bit word): a compare-and-swap
+    loop on the word, no lost update."""
+    import ml_dtypes
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float16)
+    n, progs = 53, 7
+    x = (rng.integers(-8, 8, (progs, n)) / 4).astype(dt)     # exact in 16 bits, and every partial sum too
+    o = (rng.integers(-8, 8, 64) / 4).astype(dt)
+    got = backend.run(add_into, (progs,), [o, x.reshape(-1), n], BLOCK=64)[0]
+    want = o.astype(np.float64)
+    want[:n] += x.astype(np.float64).sum(0)
+    np.testing.assert_array_equal(got.astype(np.float64), want)
+
+
+@xk.jit
+def dot_to(a_ptr, b_ptr, c_ptr, OUT: xl.constexpr):
+    r = xl.arange(0, 32)
+    a = xl.load(a_ptr + r[:, None] * 32 + r[None, :])
+    b = xl.load(b_ptr + r[:, None] * 32 + r[None, :])
+    acc = xl.full((32, 32), 1.0, OUT)
+    xl.store(c_ptr + r[:, None] * 32 + r[None, :], xl.dot(a, b, acc, out_dtype=OUT))
+
+
+def test_dot_with_a_16_bit_out_dtype(backend, rng):
+    a, b = (rng.standard_normal((32, 32)).astype(np.float16) for _ in range(2))
+    c = backend.run(dot_to, (1,), [a, b, poisoned((32, 32), np.float16)], OUT=xl.float16)[2]
+    want = (a.astype(np.float64) @ b.astype(np.float64) + 1.0).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float64), want.astype(np.float64), rtol=2e-3, atol=2e-2)
+
+
+def test_dot_out_dtype_must_fit_the_operands():
+    sig = {"a_ptr": xk.pointer(xl.int8), "b_ptr": xk.pointer(xl.int8), "c_ptr": xk.pointer(xl.float16),
+           "OUT": xl.float16}
+    with pytest.raises(xk.CompilationError) as info:
+        dot_to.compile_offline(sig, "cpu")
+    assert "dot of int8 operands: out_dtype must be int32, got float16" in str(info.value), str(info.value)
+
+
+@xk.jit
+def hinted(x_ptr, o_ptr, n, BLOCK: xl.constexpr):
+    xl.static_assert(BLOCK % 16 == 0, "BLOCK must be a multiple of 16")
+    xl.static_print("BLOCK is", BLOCK)
+    offs = xl.multiple_of(xl.program_id(0) * BLOCK, 16) + xl.arange(0, BLOCK)
+    offs = xl.max_contiguous(xl.max_constancy(offs, 1), BLOCK)
+    m = offs < n
+    xl.store(o_ptr + offs, xl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+    xl.debug_barrier()
+
+
+def test_static_checks_and_hints(backend, rng, capfd):
+    n = 100
+    x = rng.standard_normal(n).astype(np.float32)
+    o = backend.run(hinted, (2,), [x, poisoned(n, np.float32), n], BLOCK=64)[1]
+    np.testing.assert_array_equal(o, 2 * x)
+    sig = {"x_ptr": xk.pointer(xl.float32), "o_ptr": xk.pointer(xl.float32), "n": xl.int32}
+    capfd.readouterr()
+    hinted.compile_offline(dict(sig, BLOCK=32), "cpu")
+    assert "BLOCK is 32" in capfd.readouterr().err
+    with pytest.raises(xk.CompilationError) as info:
+        hinted.compile_offline(dict(sig, BLOCK=8), "cpu")
+    assert "static_assert failed: BLOCK must be a multiple of 16" in str(info.value)
+    assert "xl.static_assert(BLOCK % 16 == 0" in info.value.source_line
