@@ -4,9 +4,11 @@
     python benchmarks/launch.py --n 4096 --reps 7
 
 Each row launches the same compiled kernel (``add``: ``o = x + y`` over ``n`` elements) and waits
-for it; the time is the median over ``--reps`` batches of ``--iters`` launches, per launch. ``raw``
-is ``queue.submit(kernel, [mem, mem, mem, c_int32], ...).wait()`` with the dpctl memory objects
-prepared once: no Python work a launch could skip. The other rows pass the same buffers as
+for it; the time is the median over ``--reps`` batches of ``--iters`` launches, per launch, the rows' batches
+taking turns. ``raw``
+is ``queue.submit_async(kernel, [mem, mem, mem, c_int32], ...).wait()`` with the dpctl memory
+objects prepared once: no Python work a launch could skip (dpctl's blocking ``submit`` is shown
+too: it costs more than ``submit_async`` plus a wait). The other rows pass the same buffers as
 ``xk.DeviceArray``, dpnp arrays, dpctl/dpnp ``usm_ndarray``, a plain object exposing
 ``__sycl_usm_array_interface__``, and NumPy arrays (copied in and out, with guard checks). Issue 23's
 target: every device-array kind within 1.5x of raw on an idle machine.
@@ -41,16 +43,20 @@ class PlainUSM:
         return dict(self._base.__sycl_usm_array_interface__) if self._fresh else self._iface
 
 
-def _time(fn, iters: int, reps: int) -> float:
-    for _ in range(max(20, iters // 10)):
-        fn()
-    runs = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(iters):
+def _time_all(rows, iters: int, reps: int) -> list:
+    """Median microseconds per launch of each row; the rows' batches alternate (round robin), so
+    a change in the machine's speed during the run weighs on every row alike."""
+    for _, fn in rows:
+        for _ in range(max(20, iters // 10)):
             fn()
-        runs.append((time.perf_counter() - t0) / iters)
-    return statistics.median(runs) * 1e6
+    runs = [[] for _ in rows]
+    for _ in range(reps):
+        for k, (_, fn) in enumerate(rows):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            runs[k].append((time.perf_counter() - t0) / iters)
+    return [statistics.median(r) * 1e6 for r in runs]
 
 
 def main(argv=None) -> int:
@@ -72,7 +78,8 @@ def main(argv=None) -> int:
     wg = ck.workgroup_size
     raw_args = [x._mem, y._mem, o._mem, ctypes.c_int32(n)]
 
-    rows = [("raw dpctl submit", lambda: q.submit(kernel, raw_args, [wg], [wg]).wait())]
+    rows = [("raw dpctl submit_async", lambda: q.submit_async(kernel, raw_args, [wg], [wg]).wait()),
+            ("  (dpctl submit)", lambda: q.submit(kernel, raw_args, [wg], [wg]).wait())]
     rows.append(("xk.DeviceArray", lambda: add[(1,)](x, y, o, n, BLOCK=block).wait()))
     try:
         import dpnp
@@ -92,11 +99,9 @@ def main(argv=None) -> int:
     print(f"add over {n} float32, launch + wait, median of {a.reps} x {a.iters} launches "
           f"({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, device: {q.sycl_device.name})")
     print(f"{'arguments':32} {'us/launch':>10} {'x raw':>7}")
-    raw = None
-    for name, fn in rows:
-        us = _time(fn, a.iters, a.reps)
-        raw = raw or us
-        print(f"{name:32} {us:10.1f} {us / raw:7.2f}")
+    times = _time_all(rows, a.iters, a.reps)
+    for (name, _), us in zip(rows, times):
+        print(f"{name:32} {us:10.1f} {us / times[0]:7.2f}")
     return 0
 
 
