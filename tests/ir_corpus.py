@@ -209,6 +209,12 @@ def examples() -> Dict[str, List[Record]]:
         _record(m.matmul_kernel_descriptor_persistent.fn, t, cfg.num_subgroups, a_ptr=P(f16), b_ptr=P(f16),
                 c_ptr=P(f16), M=i32, N=i32, K=i32, NUM_SMS=64, WARP_SPECIALIZE=False, **cfg.kwargs)
         for t in ("cpu", "pvc")]
+    m = load_example("triton_ports/04_low_memory_dropout.py")
+    out["triton_ports/04_low_memory_dropout.py"] = [
+        _record(m._dropout, t, 4, x_ptr=P(f32), x_keep_ptr=P(xl.int1), output_ptr=P(f32), n_elements=i32, p=f32,
+                BLOCK_SIZE=1024) for t in ("cpu", "pvc")] + [
+        _record(m._seeded_dropout, t, 4, x_ptr=P(f32), output_ptr=P(f32), n_elements=i32, p=f32, seed=i32,
+                BLOCK_SIZE=1024) for t in ("cpu", "pvc")]
     m = load_example("triton_ports/05_layer_norm.py")
     out["triton_ports/05_layer_norm.py"] = [
         _record(m._layer_norm_fwd_fused, t, 8, X=P(f16), Y=P(f16), W=P(f16), B=P(f16), Mean=P(f32), Rstd=P(f32),
