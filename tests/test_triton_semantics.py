@@ -160,3 +160,58 @@ def test_static_checks_and_hints(backend, rng, capfd):
         hinted.compile_offline(dict(sig, BLOCK=8), "cpu")
     assert "static_assert failed: BLOCK must be a multiple of 16" in str(info.value)
     assert "xl.static_assert(BLOCK % 16 == 0" in info.value.source_line
+
+
+@xk.jit
+def reductions(x_ptr, m_ptr, i_ptr, j_ptr, s_ptr, p_ptr, a_ptr, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    x = xl.load(x_ptr + r[:, None] * BN + c[None, :])
+    m, i = xl.max(x, axis=1, return_indices=True)
+    _, j = xl.min(x, 1, True, False)              # positional, as Triton's signature: the last minimum
+    xl.store(m_ptr + r, m)
+    xl.store(i_ptr + r, i)
+    xl.store(j_ptr + r, j)
+    xl.store(s_ptr + r, xl.sum(x.to(xl.int8), axis=1, dtype=xl.int32))
+    xl.store(p_ptr + r, xl.prod(x, axis=1))
+    xl.store(a_ptr + r, xl.argmax(x, axis=1, tie_break_left=False))
+
+
+def test_reduction_keywords(backend, rng):
+    BM, BN = 16, 32
+    x = rng.integers(-3, 4, (BM, BN)).astype(np.float32)      # many ties
+    outs = backend.run(reductions, (1,), [x] + [poisoned(BM, d) for d in (np.float32, np.int32, np.int32,
+                                                                          np.int32, np.float32, np.int32)],
+                       BM=BM, BN=BN)
+    m, i, j, s, p, a = outs[1:]
+    np.testing.assert_array_equal(m, x.max(1))
+    np.testing.assert_array_equal(i, x.argmax(1))
+    np.testing.assert_array_equal(j, BN - 1 - np.argmin(x[:, ::-1], 1))
+    np.testing.assert_array_equal(a, BN - 1 - np.argmax(x[:, ::-1], 1))
+    np.testing.assert_array_equal(s, x.astype(np.int64).sum(1))
+    np.testing.assert_allclose(p, x.astype(np.float64).prod(1), rtol=1e-6)
+
+
+@xk.jit
+def swizzled(o_ptr, SI: xl.constexpr, SJ: xl.constexpr, G: xl.constexpr):
+    i, j = xl.broadcast(xl.arange(0, SI)[:, None], xl.arange(0, SJ)[None, :])
+    ni, nj = xl.swizzle2d(i, j, SI, SJ, G)
+    xl.store(o_ptr + (i * SJ + j) * 2, ni)
+    xl.store(o_ptr + (i * SJ + j) * 2 + 1, nj)
+
+
+@pytest.mark.parametrize("si,sj,g", [(4, 4, 2), (8, 4, 3), (16, 8, 5)])
+def test_swizzle2d(backend, si, sj, g):
+    o = backend.run(swizzled, (1,), [poisoned((si, sj, 2), np.int32)], SI=si, SJ=sj, G=g)[0]
+    for a in range(si):
+        for b in range(sj):
+            ij = a * sj + b
+            first = ij // (g * sj) * g
+            rows, w = min(si - first, g), ij % (g * sj)
+            assert tuple(o[a, b]) == (first + w % rows, w // rows)
+    if (si, sj, g) == (4, 4, 2):   # the example of Triton's documentation
+        new = np.empty((4, 4), np.int32)
+        for a in range(4):
+            for b in range(4):
+                new[tuple(o[a, b])] = a * 4 + b
+        np.testing.assert_array_equal(new, [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]])

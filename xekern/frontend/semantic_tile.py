@@ -275,8 +275,9 @@ class TileSemantic:
                     src = 1 - src
         return self.reshape(acc, ())
 
-    def argreduce(self, x, axis, what: str, keep_dims: bool = False) -> tensor:
-        """Index (int32) of the first maximum/minimum: ``min(where(x == max(x), index, BIG))``."""
+    def argreduce(self, x, axis, what: str, keep_dims: bool = False, tie_break_left: bool = True) -> tensor:
+        """Index (int32) of the first maximum/minimum: ``min(where(x == max(x), index, BIG))`` (the
+        last one with ``tie_break_left=False``: ``max(where(x == max(x), index, -1))``)."""
         x = self.to_tensor(x)
         if not x.is_tile:
             raise SemanticError(f"{what} needs a tile")
@@ -292,6 +293,8 @@ class TileSemantic:
             if d != axis:
                 idx = self.expand_dims(idx, d)
         idx = self.broadcast_to(idx, x.shape)
+        if not tie_break_left:
+            return self.reduce(self.where(hit, idx, -1), axis, "max", keep_dims=keep_dims)
         cand = self.where(hit, idx, x.shape[axis])
         return self.reduce(cand, axis, "min", keep_dims=keep_dims)
 

@@ -298,22 +298,44 @@ def clamp(x, lo, hi, _sem=None):
 # ---- reductions --------------------------------------------------------------------------------
 
 @builtin
-def sum(x, axis=None, keep_dims=False, _sem=None):  # noqa: A001
-    """Sum along ``axis`` (all axes when None). Integers narrower than 32 bits sum in int32.
+def sum(x, axis=None, keep_dims=False, dtype=None, _sem=None):  # noqa: A001
+    """Sum along ``axis`` (all axes when None). Integers narrower than 32 bits sum in int32;
+    ``dtype=`` converts the tile to that type first (Triton's accumulation type).
     ``total = xl.sum(x, axis=0)``"""
+    if unwrap(dtype) is not None:
+        x = _sem.cast(x, unwrap(dtype))
     return _sem.reduce(x, unwrap(axis), "sum", keep_dims=unwrap(keep_dims))
 
 
 @builtin
-def max(x, axis=None, keep_dims=False, _sem=None):  # noqa: A001
-    """Maximum along ``axis``."""
-    return _sem.reduce(x, unwrap(axis), "max", keep_dims=unwrap(keep_dims))
+def prod(x, axis=None, keep_dims=False, dtype=None, _sem=None):
+    """Product along ``axis`` (all axes when None); ``dtype=`` converts first."""
+    if unwrap(dtype) is not None:
+        x = _sem.cast(x, unwrap(dtype))
+    return _sem.reduce(x, unwrap(axis), "prod", keep_dims=unwrap(keep_dims))
+
+
+def _extreme(what, x, axis, return_indices, tie_break_left, keep_dims, _sem):
+    value = _sem.reduce(x, unwrap(axis), what, keep_dims=unwrap(keep_dims))
+    if not unwrap(return_indices):
+        return value
+    return value, _sem.argreduce(x, unwrap(axis), "arg" + what, keep_dims=unwrap(keep_dims),
+                                 tie_break_left=bool(unwrap(tie_break_left)))
 
 
 @builtin
-def min(x, axis=None, keep_dims=False, _sem=None):  # noqa: A001
-    """Minimum along ``axis``."""
-    return _sem.reduce(x, unwrap(axis), "min", keep_dims=unwrap(keep_dims))
+def max(x, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False,  # noqa: A001
+        _sem=None):
+    """Maximum along ``axis``; with ``return_indices=True`` also its index (the first one, or the
+    last with ``return_indices_tie_break_left=False``)."""
+    return _extreme("max", x, axis, return_indices, return_indices_tie_break_left, keep_dims, _sem)
+
+
+@builtin
+def min(x, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False,  # noqa: A001
+        _sem=None):
+    """Minimum along ``axis``; with ``return_indices=True`` also its index."""
+    return _extreme("min", x, axis, return_indices, return_indices_tie_break_left, keep_dims, _sem)
 
 
 @builtin
@@ -331,15 +353,37 @@ def all_reduce(x, op="add", _sem=None, _generator=None):
 
 
 @builtin
-def argmax(x, axis=None, keep_dims=False, _sem=None):
-    """Index (int32) of the first maximum along ``axis``."""
-    return _sem.argreduce(x, unwrap(axis), "argmax", keep_dims=unwrap(keep_dims))
+def argmax(x, axis=None, tie_break_left=True, keep_dims=False, _sem=None):
+    """Index (int32) of the first maximum along ``axis`` (the last with ``tie_break_left=False``)."""
+    return _sem.argreduce(x, unwrap(axis), "argmax", keep_dims=unwrap(keep_dims),
+                          tie_break_left=bool(unwrap(tie_break_left)))
 
 
 @builtin
-def argmin(x, axis=None, keep_dims=False, _sem=None):
-    """Index (int32) of the first minimum along ``axis``."""
-    return _sem.argreduce(x, unwrap(axis), "argmin", keep_dims=unwrap(keep_dims))
+def argmin(x, axis=None, tie_break_left=True, keep_dims=False, _sem=None):
+    """Index (int32) of the first minimum along ``axis`` (the last with ``tie_break_left=False``)."""
+    return _sem.argreduce(x, unwrap(axis), "argmin", keep_dims=unwrap(keep_dims),
+                          tie_break_left=bool(unwrap(tie_break_left)))
+
+
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g, _sem=None):
+    """Triton's ``tl.swizzle2d``: the index ``(i, j)`` of a ``size_i x size_j`` grid, renumbered so
+    that consecutive indices walk groups of ``size_g`` rows column by column (better cache reuse for
+    a matmul's program ids). Returns the new ``(i, j)``."""
+    b = _sem.binary
+    ij = b("add", b("mul", i, size_j), j)
+    per_group = b("mul", size_g, size_j)
+    first_row = b("mul", b("floordiv", ij, per_group), size_g)
+    rows = _sem.minmax("min", b("sub", size_i, first_row), size_g)   # (the last group may be short)
+    within = b("mod", ij, per_group)
+    return b("add", first_row, b("mod", within, rows)), b("floordiv", within, rows)
+
+
+@builtin
+def broadcast(a, b, _sem=None):
+    """``a`` and ``b`` broadcast to their common shape (Triton's ``tl.broadcast``)."""
+    return _sem.broadcast_pair(_sem.to_tensor(a), _sem.to_tensor(b))
 
 
 # ---- memory through pointer tiles ------------------------------------------------------------
