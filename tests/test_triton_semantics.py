@@ -215,3 +215,25 @@ def test_swizzle2d(backend, si, sj, g):
             for b in range(4):
                 new[tuple(o[a, b])] = a * 4 + b
         np.testing.assert_array_equal(new, [[0, 2, 4, 6], [1, 3, 5, 7], [8, 10, 12, 14], [9, 11, 13, 15]])
+
+
+@xk.jit
+def literals_and_pointer_dims(x_ptr, o_ptr, s_ptr, n, BM: xl.constexpr, BN: xl.constexpr):
+    rows = x_ptr + xl.arange(0, BM) * BN
+    v = xl.load(xl.expand_dims(rows, 1) + xl.arange(0, BN)[None, :])       # expand_dims of a pointer tile
+    three = 3
+    scale = three.to(xl.float32)                                            # a Python number is a scalar
+    out = xl.expand_dims(o_ptr + xl.arange(0, BM) * BN, 1) + xl.arange(0, BN)[None, :]
+    xl.store(out, v.cast(xl.float32) * scale)
+    acc = 0
+    for i in range(n):
+        acc += i
+    xl.store(s_ptr, acc.to(xl.int64))
+
+
+def test_python_numbers_and_pointer_tiles_behave_as_in_triton(backend, rng):
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    o, s = backend.run(literals_and_pointer_dims, (1,), [x, poisoned((8, 16), np.float32), poisoned(1, np.int64), 11],
+                       BM=8, BN=16)[1:3]
+    np.testing.assert_array_equal(o, 3 * x)
+    assert s[0] == 55

@@ -628,6 +628,9 @@ class CodeGenerator(ast.NodeVisitor):
             return getattr(obj, attr)
         if isinstance(obj, base_value) and attr.startswith("_"):
             raise self.error(node, f"'{attr}' is private")
+        if type(obj) in (int, float, bool) and not hasattr(obj, attr) and hasattr(tensor, attr):
+            # a Python number in a variable is a scalar of the kernel, as in Triton: `z = 3; z.to(xl.int64)`
+            return getattr(self.sem.to_tensor(obj), attr)
         try:
             return getattr(obj, attr)
         except AttributeError:
@@ -673,8 +676,6 @@ class CodeGenerator(ast.NodeVisitor):
         return tuple(self.visit(e) for e in elts)
 
     def _expand(self, v, axis):
-        if isinstance(v, pointer_tile):
-            return pointer_tile(v.base, self.sem.expand_dims(v.offsets, axis))
         return self.sem.expand_dims(v, axis)
 
     def binop(self, opname, a, b, node):

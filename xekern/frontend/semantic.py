@@ -144,6 +144,9 @@ class ArithSemantic:
         return self.op(ir.BroadcastOp, x.handle, VectorType(tuple(shape), x.dtype))
 
     def expand_dims(self, x: tensor, axis: int) -> tensor:
+        if isinstance(unwrap(x), pointer_tile):   # a tile of pointers: its offsets (``ptr[:, None]`` too)
+            p = unwrap(x)
+            return pointer_tile(p.base, self.expand_dims(p.offsets, axis))
         x = self.to_tensor(x)
         if not x.is_tile:  # a scalar becomes a one-element tile
             if unwrap(axis) not in (0, -1):

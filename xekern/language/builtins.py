@@ -135,9 +135,9 @@ def full_like(x, value, _sem=None):
 
 
 @builtin
-def cast(x, dtype, bitcast=False, _sem=None):
+def cast(x, dtype, fp_downcast_rounding=None, bitcast=False, _sem=None):
     """``xl.cast(x, xl.float16)``, the same as ``x.to(xl.float16)``."""
-    return _sem.cast(x, unwrap(dtype), bitcast=unwrap(bitcast))
+    return _sem.to_tensor(x).to(dtype, fp_downcast_rounding, bitcast, _sem=_sem)
 
 
 @builtin

@@ -133,9 +133,15 @@ class tensor(handle_value):
 
     # methods: the frontend calls these with _sem
     @builtin
-    def to(self, dtype, bitcast=False, _sem=None):
-        """``x.to(xl.float16)``: convert the elements (``bitcast=True`` reinterprets the bits)."""
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False, _sem=None):
+        """``x.to(xl.float16)``: convert the elements (``bitcast=True`` reinterprets the bits; floats
+        round to nearest even, the only ``fp_downcast_rounding`` accepted besides None)."""
+        if unwrap(fp_downcast_rounding) not in (None, "rtne"):
+            raise ValueError(f"fp_downcast_rounding={unwrap(fp_downcast_rounding)!r}: only 'rtne' (round to "
+                             f"nearest even) is supported")
         return _sem.cast(self, unwrap(dtype), bitcast=unwrap(bitcast))
+
+    cast = to   # (Triton's tl.cast(x, dtype) as a method)
 
     @builtin
     def reshape(self, *shape, _sem=None):
