@@ -237,3 +237,18 @@ def test_python_numbers_and_pointer_tiles_behave_as_in_triton(backend, rng):
                        BM=8, BN=16)[1:3]
     np.testing.assert_array_equal(o, 3 * x)
     assert s[0] == 55
+
+
+@xk.jit
+def descriptor_dims(x_ptr, o_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr):
+    d = xl.make_tensor_descriptor(x_ptr, shape=(M, N), strides=(N, 1), block_shape=(BM, BN))
+    for i in range(0, d.shape[0], BM):
+        o = xl.make_tensor_descriptor(o_ptr, shape=(d.shape[0], d.shape[1]), strides=d.strides, block_shape=(BM, BN))
+        o.store((i, 0), d.load((i, 0)) * 2)
+
+
+def test_descriptor_shape_and_strides(backend, rng):
+    M, N = 37, 16
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    o = backend.run(descriptor_dims, (1,), [x, poisoned((M, N), np.float32), M, N], BM=8, BN=16)[1]
+    np.testing.assert_array_equal(o, 2 * x)

@@ -228,7 +228,8 @@ class MemorySemantic:
             h.owner.attrs["layout"] = layout
         if al != 1:
             h.owner.attrs["array_length"] = al
-        return tensor_descriptor(h)
+        given = unwrap(shape) if isinstance(unwrap(shape), (tuple, list)) else (shape,)
+        return tensor_descriptor(h, dims=(tuple(unwrap(v) for v in given), tuple(unwrap(v) for v in strides)))
 
     def _offsets(self, d: tensor_descriptor, offsets):
         rank = len(d.type.shape)

@@ -214,9 +214,10 @@ class tensor_descriptor(handle_value):
         a = a_desc.load((m0, k0))
     """
 
-    def __init__(self, handle, options=None):
+    def __init__(self, handle, options=None, dims=None):
         super().__init__(handle)
         self.options = dict(options or {})
+        self._dims = dims   # (shape, strides): the tensors it was made with (``d.shape``, ``d.strides``)
 
     @property
     def block_shape(self):
@@ -226,8 +227,24 @@ class tensor_descriptor(handle_value):
     def dtype(self):
         return self.type.elem
 
+    @property
+    def shape(self):
+        """The tensor's shape the descriptor was made with (a tuple of int32 scalars), as Triton's."""
+        return self._dims_part(0, "shape")
+
+    @property
+    def strides(self):
+        """The strides the descriptor was made with (the last one the constant 1)."""
+        return self._dims_part(1, "strides")
+
+    def _dims_part(self, k: int, what: str):
+        if self._dims is None:
+            raise AttributeError(f"this descriptor's {what} is unknown here (it was not made by "
+                                 f"xl.make_tensor_descriptor in this kernel)")
+        return self._dims[k]
+
     def rebuild(self, handles):
-        return tensor_descriptor(handles[0], self.options)
+        return tensor_descriptor(handles[0], self.options, self._dims)
 
     def __repr__(self) -> str:
         return f"tensor_descriptor<{self.type}>"
