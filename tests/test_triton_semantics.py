@@ -252,3 +252,19 @@ def test_descriptor_shape_and_strides(backend, rng):
     x = rng.standard_normal((M, N)).astype(np.float32)
     o = backend.run(descriptor_dims, (1,), [x, poisoned((M, N), np.float32), M, N], BM=8, BN=16)[1]
     np.testing.assert_array_equal(o, 2 * x)
+
+
+@xk.jit
+def count_down(o_ptr, a, b):
+    n = 0
+    for i in range(a, b, -3):
+        xl.store(o_ptr + n, i)
+        n += 1
+    xl.store(o_ptr + 100, n)
+
+
+@pytest.mark.parametrize("a,b", [(20, 3), (20, 20), (5, 9), (7, -8), (10, 1)])
+def test_range_with_a_negative_step(backend, a, b):
+    o = backend.run(count_down, (1,), [np.full(101, -99, np.int32), a, b])[0]
+    want = list(range(a, b, -3))
+    assert o[100] == len(want) and list(o[:len(want)]) == want and (o[len(want):100] == -99).all()

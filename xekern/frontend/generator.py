@@ -363,7 +363,33 @@ class CodeGenerator(ast.NodeVisitor):
                                         "xl.static_range(...) or a tuple of constants")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable must be a single name")
+        step = unwrap(it.args[2]) if len(it.args) == 3 else 1
+        if isinstance(step, int) and not isinstance(step, bool) and step < 0:
+            return self._downward_for(node, it, step)
         self.dynamic_for(node, it)
+
+    def _downward_for(self, node, it: _Range, step: int):
+        """``for i in range(a, b, -s)``: an ``scf.for`` counts up (its step is positive), so the loop
+        runs ``k`` over ``range(0, max(0, ceil((a - b) / s)))`` with ``i = a - k * s`` first in its body."""
+        a, b = (self.sem.to_tensor(v) for v in it.args[:2])
+        for t in (a, b):
+            if t.is_tile or not t.dtype.is_int or t.dtype.is_bool:
+                raise self.error(node, f"range bounds must be integer scalars, got {t!r}")
+        span = self.sem.binary("sub", a, b)
+        trips = self.sem.where(self.sem.compare("gt", span, 0),
+                               self.sem.binary("floordiv", self.sem.binary("add", span, -step - 1), -step), 0)
+        tag = f"__xk_down{id(node)}"
+        self.scope[tag + "_a"] = a
+        k = ast.copy_location(ast.Name(id=tag + "_k", ctx=ast.Store()), node.target)
+        first = ast.copy_location(ast.Assign(
+            targets=[node.target],
+            value=ast.BinOp(left=ast.Name(id=tag + "_a", ctx=ast.Load()), op=ast.Add(),
+                            right=ast.BinOp(left=ast.Name(id=tag + "_k", ctx=ast.Load()), op=ast.Mult(),
+                                            right=ast.Constant(step)))), node)
+        ast.fix_missing_locations(first)
+        loop = ast.copy_location(ast.For(target=k, iter=node.iter, body=[first] + node.body, orelse=[]), node)
+        self.dynamic_for(loop, _Range((0, trips), False, it.hints))
+        self.scope.pop(tag + "_a", None)
 
     def _range_bounds(self, it: _Range, node):
         args = list(it.args)
