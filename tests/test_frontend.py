@@ -172,9 +172,10 @@ def e_type_change(x_ptr, n):
 
 
 @xk.jit
-def e_return_in_if(x_ptr, n):
-    if n > 0:
-        return
+def e_return_in_loop(x_ptr, n):
+    for i in range(n):
+        if i > 3:
+            return
     xl.store(x_ptr, 1.0)
 
 
@@ -336,7 +337,7 @@ ERRORS = [
     (e_undefined, "undefined_name", "name 'undefined_name' is not defined"),
     (e_tile_condition, "v > 0", "a condition must be a scalar, not a tile of shape [16]"),
     (e_type_change, "for i in range(n)", "loop-carried 'acc' changes type"),
-    (e_return_in_if, "return", "return inside if/for/while is not supported"),
+    (e_return_in_loop, "return", "return inside for/while is not supported"),
     (e_return_value, "return n + 3", "a kernel cannot return a value"),
     (e_gemv_dot, "xl.dot(a, v)", "dot: N = 1 (the columns of [32, 64] x [64, 1]) is below 16, the N of one DPAS "
                                  "instruction on a 16-lane subgroup (cpu)"),

@@ -268,3 +268,40 @@ def test_range_with_a_negative_step(backend, a, b):
     o = backend.run(count_down, (1,), [np.full(101, -99, np.int32), a, b])[0]
     want = list(range(a, b, -3))
     assert o[100] == len(want) and list(o[:len(want)]) == want and (o[len(want):100] == -99).all()
+
+
+@xk.jit
+def _twice_or_next(x, TWICE: xl.constexpr):
+    if TWICE:
+        return x * 2
+    return x + 1
+
+
+@xk.jit
+def _sign(v):
+    if v > 0:
+        return 1
+    else:
+        if v < 0:
+            return -1
+    return 0
+
+
+@xk.jit
+def early_exit(x_ptr, o_ptr, s_ptr, n, BLOCK: xl.constexpr):
+    pid = xl.program_id(0)
+    if pid * BLOCK >= n:
+        return                                   # the grid is larger than the data
+    offs = pid * BLOCK + xl.arange(0, BLOCK)
+    m = offs < n
+    x = xl.load(x_ptr + offs, mask=m)
+    xl.store(o_ptr + offs, _twice_or_next(x, True) + _twice_or_next(x, False), mask=m)
+    xl.store(s_ptr + pid, _sign(xl.sum(x, axis=0)))
+
+
+def test_return_inside_if(backend, rng):
+    n = 100
+    x = rng.standard_normal(n).astype(np.float32)
+    o, s = backend.run(early_exit, (8,), [x, poisoned(n, np.float32), np.full(8, -7, np.int32), n], BLOCK=32)[1:3]
+    np.testing.assert_allclose(o, 3 * x.astype(np.float64) + 1, rtol=1e-6)
+    assert list(s) == [int(np.sign(x[i * 32:(i + 1) * 32].astype(np.float64).sum())) for i in range(4)] + [-7] * 4

@@ -10,6 +10,7 @@ the kernel's own file and line.
 from __future__ import annotations
 
 import ast
+import copy
 import builtins
 import types as pytypes
 from typing import Any, Dict, List, Optional
@@ -71,6 +72,65 @@ _ALLOWED_PY_BUILTINS = {"range", "len", "min", "max", "int", "float", "bool", "a
                         "tuple", "list", "print", "enumerate", "zip", "reversed", "str", "hasattr", "round",
                         "divmod", "sum", "any", "all", "type"}
 _PY_CLASSES = (Layout, SliceLayout, constexpr)
+
+
+_RET = "__xk_return_value"
+
+
+def _returns_at_the_end(stmts: list) -> list:
+    """A function body whose ``return``s inside ``if``s are moved to its end: the statements after an
+    ``if`` that returns go into the branches that do not (``if c: return`` + rest becomes
+    ``if c: pass else: rest``), and a returned value is assigned to a hidden name returned last.
+    Returns inside loops are left where they are (the caller reports them)."""
+    body = _lift(copy.deepcopy(stmts))
+    valued = any(isinstance(n, ast.Return) and n.value is not None for s in body for n in ast.walk(s))
+    body = _retarget(body, valued)
+    if valued:
+        last = ast.Return(value=ast.Name(id=_RET, ctx=ast.Load()))
+        body.append(ast.fix_missing_locations(ast.copy_location(last, stmts[-1])))
+    return body or [ast.Pass()]
+
+
+def _returns(node) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _lift(stmts: list) -> list:
+    out = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.If) and _returns(s):
+            rest = stmts[i + 1:]
+            s.body = _branch(s.body, rest)
+            s.orelse = _branch(s.orelse, rest)
+            out.append(s)
+            return out
+        out.append(s)
+        if isinstance(s, ast.Return):
+            return out   # (what follows a return never runs)
+    return out
+
+
+def _branch(stmts: list, rest: list) -> list:
+    if stmts and isinstance(stmts[-1], ast.Return):
+        return _lift(stmts)
+    return _lift(stmts + copy.deepcopy(rest)) or [ast.Pass()]
+
+
+def _retarget(stmts: list, valued: bool) -> list:
+    """Each ``return v`` (now last in its branch) becomes ``_RET = v``; a bare one is dropped."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            if valued:
+                value = s.value if s.value is not None else ast.Constant(None)
+                out.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=_RET, ctx=ast.Store())],
+                                                        value=value), s))
+            continue
+        if isinstance(s, ast.If):
+            s.body = _retarget(s.body, valued) or [ast.copy_location(ast.Pass(), s)]
+            s.orelse = _retarget(s.orelse, valued)
+        out.append(s)
+    return [ast.fix_missing_locations(s) for s in out]
 
 
 class _Range:
@@ -160,11 +220,15 @@ class CodeGenerator(ast.NodeVisitor):
         for i, stmt in enumerate(fn.body):
             if isinstance(stmt, ast.Return) and i != len(fn.body) - 1:
                 raise self.error(stmt, "code after return is unreachable; return must be the last statement")
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Return) and node not in fn.body:
-                raise self.error(node, "return inside if/for/while is not supported; compute the value "
-                                       "with xl.where or assign it in both branches and return at the end")
-        self.visit_stmts(fn.body)
+        body = fn.body
+        if any(isinstance(n, ast.Return) and n not in fn.body for n in ast.walk(fn)):
+            body = _returns_at_the_end(fn.body)
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Return) and node is not body[-1]:
+                    raise self.error(node, "return inside for/while is not supported; compute the value "
+                                           "with xl.where or assign it in the loop and return after it")
+        self.visit_stmts(body)
         return self.ret
 
     def visit_stmts(self, stmts) -> None:
