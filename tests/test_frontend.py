@@ -194,12 +194,6 @@ def e_gemv_dot(x_ptr, n):
 
 
 @xk.jit
-def e_break(x_ptr, n):
-    for i in range(n):
-        break
-
-
-@xk.jit
 def e_arange_runtime(x_ptr, n):
     xl.store(x_ptr + xl.arange(0, n), 1.0)
 
@@ -341,7 +335,6 @@ ERRORS = [
     (e_return_value, "return n + 3", "a kernel cannot return a value"),
     (e_gemv_dot, "xl.dot(a, v)", "dot: N = 1 (the columns of [32, 64] x [64, 1]) is below 16, the N of one DPAS "
                                  "instruction on a 16-lane subgroup (cpu)"),
-    (e_break, "break", "break is not supported"),
     (e_arange_runtime, "xl.arange(0, n)", "arange bounds must be compile-time integers"),
     (e_shapes, "a + b", "incompatible shapes [16] and [32]"),
     (e_python_call, "len_of_something", "name 'len_of_something' is not defined"),

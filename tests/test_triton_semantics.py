@@ -303,5 +303,47 @@ def test_return_inside_if(backend, rng):
     n = 100
     x = rng.standard_normal(n).astype(np.float32)
     o, s = backend.run(early_exit, (8,), [x, poisoned(n, np.float32), np.full(8, -7, np.int32), n], BLOCK=32)[1:3]
-    np.testing.assert_allclose(o, 3 * x.astype(np.float64) + 1, rtol=1e-6)
+    np.testing.assert_allclose(o, 3 * x.astype(np.float64) + 1, rtol=1e-6, atol=1e-6)
     assert list(s) == [int(np.sign(x[i * 32:(i + 1) * 32].astype(np.float64).sum())) for i in range(4)] + [-7] * 4
+
+
+@xk.jit
+def jumps(x_ptr, o_ptr, n, LIMIT):
+    total = 0.0
+    count = 0
+    for i in range(n):
+        v = xl.load(x_ptr + i)
+        if v < 0:
+            continue                       # negative values are skipped
+        if total + v > LIMIT:
+            break                          # stop before passing the limit
+        total += v
+        count += 1
+    j = 0
+    while j < n:
+        j += 1
+        if j == 3:
+            break
+    for k in xl.static_range(4):           # unrolled: the jump conditions are runtime values
+        if k == n - 6:
+            continue
+        total += k
+    xl.store(o_ptr, total)
+    xl.store(o_ptr + 1, count.to(xl.float32))
+    xl.store(o_ptr + 2, j.to(xl.float32))
+
+
+def test_break_and_continue(backend, rng):
+    n = 8
+    x = rng.integers(-3, 6, n).astype(np.float32)
+    o = backend.run(jumps, (1,), [x, poisoned(3, np.float32), n, 9.0])[1]
+    t = c = 0
+    for v in x:
+        if v < 0:
+            continue
+        if t + v > 9:
+            break
+        t += v
+        c += 1
+    t += sum(k for k in range(4) if k != n - 6)
+    assert list(o) == [t, c, 3]

@@ -60,8 +60,8 @@ _UNSUPPORTED = {
     "Yield": "yield is not supported in kernels", "YieldFrom": "yield is not supported in kernels",
     "Await": "await is not supported in kernels", "NamedExpr": "':=' is not supported in kernels",
     "Starred": "*args unpacking is not supported in kernels",
-    "Break": "break is not supported in kernels; use a while loop with a condition",
-    "Continue": "continue is not supported in kernels; use if/else or masks",
+    "Break": "break outside a loop",
+    "Continue": "continue outside a loop",
     "Match": "match statements are not supported in kernels",
     "AsyncFor": "async for is not supported in kernels", "AsyncWith": "async with is not supported in kernels",
 }
@@ -131,6 +131,45 @@ def _retarget(stmts: list, valued: bool) -> list:
             s.orelse = _retarget(s.orelse, valued)
         out.append(s)
     return [ast.fix_missing_locations(s) for s in out]
+
+
+def _jumps(stmts: list, kinds=(ast.Break, ast.Continue)) -> bool:
+    """A break/continue of this loop among ``stmts`` (not of a loop nested in them)."""
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, kinds):
+            return True
+        if not isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _without_jumps(stmts: list, flag: str) -> list:
+    """A loop body whose ``continue``s end their branch (what follows moves into the branches that
+    go on) and whose ``break``s set ``flag`` and end their branch likewise."""
+    out = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.Continue):
+            return out
+        if isinstance(s, ast.Break):
+            out.append(ast.fix_missing_locations(ast.copy_location(
+                ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Constant(True)), s)))
+            return out
+        if isinstance(s, ast.If) and _jumps([s]):
+            rest = stmts[i + 1:]
+            s.body = _jump_branch(s.body, rest, flag) or [ast.copy_location(ast.Pass(), s)]
+            s.orelse = _jump_branch(s.orelse, rest, flag)
+            out.append(s)
+            return out
+        out.append(s)
+    return out
+
+
+def _jump_branch(stmts: list, rest: list, flag: str) -> list:
+    if stmts and isinstance(stmts[-1], (ast.Break, ast.Continue)):
+        return _without_jumps(stmts, flag)
+    return _without_jumps(stmts + copy.deepcopy(rest), flag)
 
 
 class _Range:
@@ -412,9 +451,35 @@ class CodeGenerator(ast.NodeVisitor):
         raise self.error(node, f"'{name}' is a compile-time {type(value).__name__} on one path and a "
                                f"runtime {like!r} on another")
 
+    def _jumpless(self, node):
+        """``node`` (a for or while loop) with its break/continue rewritten (``_without_jumps``), and
+        the name of its break flag (None without a break), set to False in the scope."""
+        if not _jumps(node.body):
+            return node, None
+        flag = f"__xk_break{id(node)}" if _jumps(node.body, (ast.Break,)) else None
+        body = _without_jumps(copy.deepcopy(node.body), flag or "")
+        if flag is not None:
+            self.scope[flag] = False
+            guard = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=flag, ctx=ast.Load()))
+            if isinstance(node, ast.For):
+                body = [ast.If(test=guard, body=body or [ast.Pass()], orelse=[])]
+        loop = copy.copy(node)
+        loop.body = [ast.fix_missing_locations(ast.copy_location(b, node)) for b in body] or [ast.Pass()]
+        if flag is not None and isinstance(node, ast.While):
+            loop.test = ast.BoolOp(op=ast.And(), values=[node.test, guard])
+        return ast.fix_missing_locations(ast.copy_location(loop, node)), flag
+
     def visit_For(self, node):
         if node.orelse:
             raise self.error(node, "for ... else is not supported in kernels")
+        node, flag = self._jumpless(node)
+        try:
+            self._visit_for(node)
+        finally:
+            if flag is not None:
+                self.scope.pop(flag, None)
+
+    def _visit_for(self, node):
         it = self.visit(node.iter)
         if isinstance(unwrap(it), (tuple, list)) or (isinstance(it, _Range) and it.static):
             values = unwrap(it) if not isinstance(it, _Range) else range(*it.args)
@@ -620,6 +685,14 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_While(self, node):
         if node.orelse:
             raise self.error(node, "while ... else is not supported in kernels")
+        node, flag = self._jumpless(node)
+        try:
+            self._visit_while(node)
+        finally:
+            if flag is not None:
+                self.scope.pop(flag, None)
+
+    def _visit_while(self, node):
         names = self._carried(node.body)
         proto = self._carry_types(names, lambda blk: {}, node.body, lambda types: Block(types), node)
         carried = [n for n in names if proto[n] is not None]
