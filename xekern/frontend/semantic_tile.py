@@ -275,6 +275,53 @@ class TileSemantic:
                     src = 1 - src
         return self.reshape(acc, ())
 
+    _SCAN_KINDS = {"sum": "add", "prod": "mul"}
+
+    def scan(self, x, axis, combine, generator=None, reverse: bool = False) -> tensor:
+        """An inclusive scan of ``x`` along ``axis`` (``xl.cumsum``, ``xl.cumprod``,
+        ``xl.associative_scan``): ``combine`` is "sum", "prod" or an ``@xk.jit`` function of two
+        tiles (associative). Hillis-Steele through SLM, which works for every layout: the running
+        tile is stored into the upper half of a buffer twice its length along ``axis``, and step ``k``
+        (1, 2, 4, ...) combines each element with the one ``k`` before it (after it when
+        ``reverse``), read back at a shifted offset; elements with nothing ``k`` before them keep
+        their value. ``log2(n)`` steps, one barrier each (two buffers alternate)."""
+        self.require_level("a scan", "wg", hint="; scan a subgroup's tile with xl.subgroup_* at lane level")
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            return x
+        axis = self._axis(x, axis)
+        n = x.shape[axis]
+        if n == 1:
+            return x
+        idx = self.arange(0, n)
+        for d in range(len(x.shape)):
+            if d != axis:
+                idx = self.expand_dims(idx, d)
+        idx = self.broadcast_to(idx, x.shape)
+        wide = list(x.shape)
+        wide[axis] *= 2
+        bufs = [self.alloc_slm(tuple(wide), x.dtype), self.alloc_slm(tuple(wide), x.dtype)]
+        home = [0] * len(wide)
+        home[axis] = 0 if reverse else n
+        acc, k, cur = x, 1, 0
+        while k < n:
+            self.store_matrix(bufs[cur], home, acc)
+            self.barrier()
+            at = list(home)
+            at[axis] += k if reverse else -k
+            other = self.load_matrix(bufs[cur], at, x.shape)
+            both = self._combine_pair(generator, combine, acc, other) if reverse else \
+                self._combine_pair(generator, combine, other, acc)
+            has = self.compare("lt", idx, n - k) if reverse else self.compare("ge", idx, k)
+            acc = self.where(has, both, acc)
+            k, cur = 2 * k, 1 - cur
+        return acc
+
+    def _combine_pair(self, generator, combine, a: tensor, b: tensor) -> tensor:
+        if isinstance(combine, str):
+            return self.binary(self._SCAN_KINDS[combine], a, b)
+        return self._combine(generator, combine, a, b)
+
     def argreduce(self, x, axis, what: str, keep_dims: bool = False, tie_break_left: bool = True) -> tensor:
         """Index (int32) of the first maximum/minimum: ``min(where(x == max(x), index, BIG))`` (the
         last one with ``tie_break_left=False``: ``max(where(x == max(x), index, -1))``)."""

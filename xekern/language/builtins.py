@@ -6,7 +6,7 @@ They can only be called inside an ``@xk.jit`` function.
 from __future__ import annotations
 
 from ..ir.layout import Layout, SliceLayout
-from .core import builtin, unwrap
+from .core import builtin, float32, int32, uint32, unwrap
 
 
 class static_range:
@@ -364,6 +364,44 @@ def argmin(x, axis=None, tie_break_left=True, keep_dims=False, _sem=None):
     """Index (int32) of the first minimum along ``axis`` (the last with ``tie_break_left=False``)."""
     return _sem.argreduce(x, unwrap(axis), "argmin", keep_dims=unwrap(keep_dims),
                           tie_break_left=bool(unwrap(tie_break_left)))
+
+
+def _scan_input(x, dtype, _sem):
+    """Triton's scan inputs: bfloat16 is scanned in float32, integers narrower than 32 bits in
+    int32 (uint32), and ``dtype=`` converts first."""
+    x = _sem.to_tensor(x)
+    if unwrap(dtype) is not None:
+        return _sem.cast(x, unwrap(dtype))
+    d = x.dtype
+    if d.name == "bf16":
+        return _sem.cast(x, float32)
+    if d.is_int and d.bits < 32:
+        return _sem.cast(x, int32 if d.is_signed or d.is_bool else uint32)
+    return x
+
+
+@builtin
+def cumsum(x, axis=0, reverse=False, dtype=None, _sem=None):
+    """Inclusive prefix sums along ``axis`` (suffix sums with ``reverse=True``).
+    ``xl.cumsum(counts, axis=0)``"""
+    return _sem.scan(_scan_input(x, dtype, _sem), unwrap(axis), "sum", reverse=bool(unwrap(reverse)))
+
+
+@builtin
+def cumprod(x, axis=0, reverse=False, _sem=None):
+    """Inclusive prefix products along ``axis``."""
+    return _sem.scan(_scan_input(x, None, _sem), unwrap(axis), "prod", reverse=bool(unwrap(reverse)))
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False, _sem=None, _generator=None):
+    """An inclusive scan with an ``@xk.jit`` combine function of two values (associative), as
+    Triton's ``tl.associative_scan`` for one input tile."""
+    if isinstance(unwrap(input), (tuple, list)):
+        raise ValueError("associative_scan of several tiles at once is not supported; scan one tile")
+    if not getattr(unwrap(combine_fn), "__xekern_jit__", False):
+        raise ValueError(f"combine_fn must be an @xk.jit function of two values, got {unwrap(combine_fn)!r}")
+    return _sem.scan(input, unwrap(axis), unwrap(combine_fn), _generator, reverse=bool(unwrap(reverse)))
 
 
 @builtin

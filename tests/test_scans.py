@@ -1,0 +1,69 @@
+"""Scans (xl.cumsum, xl.cumprod, xl.associative_scan): inclusive, forward and reverse, along either
+axis of 2-D tiles and of 1-D tiles, with Triton's input types (int8 scans in int32, bfloat16 in
+float32), against NumPy on every backend, ragged data masked in."""
+import numpy as np
+import pytest
+
+import xekern as xk
+import xekern.language as xl
+from conftest import poisoned
+
+
+@xk.jit
+def _larger(a, b):
+    return xl.maximum(a, b)
+
+
+@xk.jit
+def scans_2d(x_ptr, o_ptr, M, N, AXIS: xl.constexpr, REVERSE: xl.constexpr, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    m = (r[:, None] < M) & (c[None, :] < N)
+    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0.0)
+    out = o_ptr + (r[:, None] * N + c[None, :]) * 3
+    xl.store(out, xl.cumsum(x, axis=AXIS, reverse=REVERSE), mask=m)
+    xl.store(out + 1, xl.cumprod(x * 0.01 + 1.0, AXIS, REVERSE), mask=m)
+    xl.store(out + 2, xl.associative_scan(x, AXIS, _larger, reverse=REVERSE), mask=m)
+
+
+@pytest.mark.parametrize("axis,reverse", [(0, False), (1, False), (0, True), (1, True)])
+def test_scans_of_a_2d_tile(backend, rng, axis, reverse):
+    M, N = 13, 29
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    o = backend.run(scans_2d, (1,), [x, poisoned((M, N, 3), np.float32), M, N], AXIS=axis, REVERSE=reverse,
+                    BM=16, BN=32)[1]
+    pad = np.zeros((16, 32), np.float32)     # the tile as the kernel holds it: 0 where masked off
+    pad[:M, :N] = x
+
+    def scan(f, v):
+        v = np.flip(v, axis) if reverse else v
+        r = f(v, axis)
+        return (np.flip(r, axis) if reverse else r)[:M, :N]
+    np.testing.assert_allclose(o[..., 0], scan(np.cumsum, pad.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(o[..., 1], scan(np.cumprod, pad.astype(np.float64) * 0.01 + 1), rtol=1e-5)
+    np.testing.assert_array_equal(o[..., 2], scan(np.maximum.accumulate, pad))
+
+
+@xk.jit
+def int_and_bf16_scans(a_ptr, b_ptr, s_ptr, t_ptr, n, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    m = offs < n
+    a = xl.load(a_ptr + offs, mask=m, other=0)        # int8
+    b = xl.load(b_ptr + offs, mask=m, other=0.0)      # bfloat16
+    s = xl.cumsum(a)
+    t = xl.cumsum(b)
+    xl.static_assert(s.dtype == xl.int32)
+    xl.static_assert(t.dtype == xl.float32)
+    xl.store(s_ptr + offs, s, mask=m)
+    xl.store(t_ptr + offs, t, mask=m)
+
+
+def test_scan_types_follow_triton(backend, rng):
+    import ml_dtypes
+    n = 200
+    a = rng.integers(-128, 128, n).astype(np.int8)            # the int32 sums pass int8's range
+    b = (rng.integers(-8, 8, n) / 8).astype(ml_dtypes.bfloat16)
+    s, t = backend.run(int_and_bf16_scans, (1,), [a, b, poisoned(n, np.int32), poisoned(n, np.float32), n],
+                       BLOCK=256)[2:4]
+    np.testing.assert_array_equal(s, a.astype(np.int64).cumsum())
+    np.testing.assert_array_equal(t, b.astype(np.float64).cumsum())
