@@ -67,3 +67,31 @@ def test_scan_types_follow_triton(backend, rng):
                        BLOCK=256)[2:4]
     np.testing.assert_array_equal(s, a.astype(np.int64).cumsum())
     np.testing.assert_array_equal(t, b.astype(np.float64).cumsum())
+
+
+@xk.jit
+def _absmax(a, b):
+    return xl.where(xl.abs(a) > xl.abs(b), a, b)
+
+
+@xk.jit
+def reduce_with_fn(x_ptr, o_ptr, p_ptr, q_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    m = (r[:, None] < M) & (c[None, :] < N)
+    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0.0)
+    xl.store(o_ptr + r, xl.reduce(x, 1, _absmax), mask=r < M)
+    xl.store(p_ptr + c, xl.reduce(x, 0, _larger), mask=c < N)
+    xl.store(q_ptr, xl.reduce(x, None, _larger))
+
+
+def test_reduce_with_a_combine_function(backend, rng):
+    M, N = 13, 29
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    o, p, q = backend.run(reduce_with_fn, (1,), [x, poisoned(M, np.float32), poisoned(N, np.float32),
+                                                 poisoned(1, np.float32), M, N], BM=16, BN=32)[1:4]
+    pad = np.zeros((16, 32), np.float32)
+    pad[:M, :N] = x
+    np.testing.assert_array_equal(o, x[np.arange(M), np.abs(x).argmax(1)])
+    np.testing.assert_array_equal(p, pad.max(0)[:N])
+    assert q[0] == pad.max()

@@ -317,6 +317,29 @@ class TileSemantic:
             k, cur = 2 * k, 1 - cur
         return acc
 
+    def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
+        """``xl.reduce(x, axis, combine_fn)``: the last element of the inclusive scan along ``axis``,
+        taken out by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every
+        value. ``axis=None`` reduces every dimension in turn."""
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            return x
+        if axis is None:
+            out = x
+            for _ in range(len(x.shape)):
+                out = self.reduce_with(out, len(out.shape) - 1, fn, generator)
+            return self.reshape(self.splat(out, (1,)), (1,) * len(x.shape)) if keep_dims else out
+        axis = self._axis(x, axis)
+        n = x.shape[axis]
+        scanned = self.scan(x, axis, fn, generator)
+        idx = self.arange(0, n)
+        for d in range(len(x.shape)):
+            if d != axis:
+                idx = self.expand_dims(idx, d)
+        last = self.compare("eq", self.broadcast_to(idx, x.shape), n - 1)
+        zero = -0.0 if x.dtype.is_floating else 0
+        return self.reduce(self.where(last, scanned, self.const(zero, x.dtype)), axis, "sum", keep_dims=keep_dims)
+
     def _combine_pair(self, generator, combine, a: tensor, b: tensor) -> tensor:
         if isinstance(combine, str):
             return self.binary(self._SCAN_KINDS[combine], a, b)

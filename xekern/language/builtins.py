@@ -405,6 +405,18 @@ def associative_scan(input, axis, combine_fn, reverse=False, _sem=None, _generat
 
 
 @builtin
+def reduce(input, axis, combine_fn, keep_dims=False, _sem=None, _generator=None):  # noqa: A001
+    """Reduce ``input`` along ``axis`` with an ``@xk.jit`` combine function of two values
+    (associative), as Triton's ``tl.reduce`` for one tile. ``xl.reduce(x, 1, larger)``"""
+    if isinstance(unwrap(input), (tuple, list)):
+        raise ValueError("reduce of several tiles at once is not supported; reduce one tile")
+    fn = unwrap(combine_fn)
+    if not getattr(fn, "__xekern_jit__", False):
+        raise ValueError(f"combine_fn must be an @xk.jit function of two values, got {fn!r}")
+    return _sem.reduce_with(input, unwrap(axis), fn, _generator, keep_dims=bool(unwrap(keep_dims)))
+
+
+@builtin
 def swizzle2d(i, j, size_i, size_j, size_g, _sem=None):
     """Triton's ``tl.swizzle2d``: the index ``(i, j)`` of a ``size_i x size_j`` grid, renumbered so
     that consecutive indices walk groups of ``size_g`` rows column by column (better cache reuse for
