@@ -95,3 +95,21 @@ def test_reduce_with_a_combine_function(backend, rng):
     np.testing.assert_array_equal(o, x[np.arange(M), np.abs(x).argmax(1)])
     np.testing.assert_array_equal(p, pad.max(0)[:N])
     assert q[0] == pad.max()
+
+
+@xk.jit
+def flips(x_ptr, o_ptr, p_ptr, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    x = xl.load(x_ptr + r[:, None] * BN + c[None, :])
+    xl.store(o_ptr + r[:, None] * BN + c[None, :], xl.flip(x))
+    xl.store(p_ptr + r[:, None] * BN + c[None, :], xl.flip(x, 0))
+
+
+@pytest.mark.parametrize("bm,bn", [(16, 32), (4, 64), (32, 2)])
+def test_flip(backend, rng, bm, bn):
+    x = rng.standard_normal((bm, bn)).astype(np.float32)
+    o, p = backend.run(flips, (1,), [x, poisoned((bm, bn), np.float32), poisoned((bm, bn), np.float32)],
+                       BM=bm, BN=bn)[1:3]
+    np.testing.assert_array_equal(o, x[:, ::-1])
+    np.testing.assert_array_equal(p, x[::-1, :])

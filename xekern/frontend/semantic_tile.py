@@ -317,6 +317,43 @@ class TileSemantic:
             k, cur = 2 * k, 1 - cur
         return acc
 
+    def flip(self, x, axis) -> tensor:
+        """``xl.flip(x, dim)``: element ``i`` along ``axis`` becomes ``n - 1 - i``, which is ``i`` with
+        its ``log2(n)`` bits inverted: one step per bit through SLM, each taking the element whose index
+        differs in that bit (``k`` before or after, read at a shifted offset of a buffer padded by
+        ``n / 2`` on both sides)."""
+        self.require_level("xl.flip", "wg")
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            return x
+        axis = self._axis(x, len(x.shape) - 1 if axis is None else axis)
+        n = x.shape[axis]
+        if n == 1:
+            return x
+        idx = self.arange(0, n)
+        for d in range(len(x.shape)):
+            if d != axis:
+                idx = self.expand_dims(idx, d)
+        idx = self.broadcast_to(idx, x.shape)
+        wide = list(x.shape)
+        wide[axis] = 2 * n
+        bufs = [self.alloc_slm(tuple(wide), x.dtype), self.alloc_slm(tuple(wide), x.dtype)]
+        home = [0] * len(wide)
+        home[axis] = n // 2
+        acc, k, cur = x, 1, 0
+        while k < n:
+            self.store_matrix(bufs[cur], home, acc)
+            self.barrier()
+            before, after = list(home), list(home)
+            before[axis] -= k
+            after[axis] += k
+            low = self.load_matrix(bufs[cur], before, x.shape)    # element i - k
+            high = self.load_matrix(bufs[cur], after, x.shape)    # element i + k
+            bit = self.compare("ne", self.binary("and", idx, k), 0)
+            acc = self.where(bit, low, high)
+            k, cur = 2 * k, 1 - cur
+        return acc
+
     def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
         """``xl.reduce(x, axis, combine_fn)``: the last element of the inclusive scan along ``axis``,
         taken out by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every

@@ -417,6 +417,12 @@ def reduce(input, axis, combine_fn, keep_dims=False, _sem=None, _generator=None)
 
 
 @builtin
+def flip(x, dim=None, _sem=None):
+    """``x`` reversed along ``dim`` (the last dimension when None), as Triton's ``tl.flip``."""
+    return _sem.flip(x, unwrap(dim))
+
+
+@builtin
 def swizzle2d(i, j, size_i, size_j, size_g, _sem=None):
     """Triton's ``tl.swizzle2d``: the index ``(i, j)`` of a ``size_i x size_j`` grid, renumbered so
     that consecutive indices walk groups of ``size_g`` rows column by column (better cache reuse for
