@@ -113,3 +113,22 @@ def test_flip(backend, rng, bm, bn):
                        BM=bm, BN=bn)[1:3]
     np.testing.assert_array_equal(o, x[:, ::-1])
     np.testing.assert_array_equal(p, x[::-1, :])
+
+
+@xk.jit
+def cat_and_count(a_ptr, b_ptr, c_ptr, h_ptr, n, BLOCK: xl.constexpr, BINS: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    a = xl.load(a_ptr + offs)
+    b = xl.load(b_ptr + offs)
+    xl.store(c_ptr + xl.arange(0, 2 * BLOCK), xl.cat(a, b, can_reorder=True))
+    xl.store(h_ptr + xl.arange(0, BINS), xl.histogram(a, BINS, mask=offs < n))
+
+
+def test_cat_and_histogram(backend, rng):
+    block, bins, n = 64, 16, 50
+    a = rng.integers(-2, 20, block).astype(np.int32)      # some values outside the bins
+    b = rng.integers(0, 100, block).astype(np.int32)
+    c, h = backend.run(cat_and_count, (1,), [a, b, poisoned(2 * block, np.int32), poisoned(bins, np.int32), n],
+                       BLOCK=block, BINS=bins)[2:4]
+    np.testing.assert_array_equal(c, np.concatenate([a, b]))
+    np.testing.assert_array_equal(h, np.bincount(a[:n][(a[:n] >= 0) & (a[:n] < bins)], minlength=bins))

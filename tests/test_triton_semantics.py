@@ -347,3 +347,22 @@ def test_break_and_continue(backend, rng):
         c += 1
     t += sum(k for k in range(4) if k != n - 6)
     assert list(o) == [t, c, 3]
+
+
+@xk.jit
+def masked_copy_with_and(x_ptr, o_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)[:, None]
+    c = xl.arange(0, BN)[None, :]
+    m = (r < M) and (c < N)              # elementwise on tiles, as in Triton
+    keep = (c % 3 == 0) or (r == 0)
+    xl.store(o_ptr + r * BN + c, xl.load(x_ptr + r * N + c, mask=m and keep, other=-1.0), mask=r < BM)
+
+
+def test_and_or_on_tiles_are_elementwise(backend, rng):
+    M, N = 5, 7
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    o = backend.run(masked_copy_with_and, (1,), [x, poisoned((8, 8), np.float32), M, N], BM=8, BN=8)[1]
+    r, c = np.arange(8)[:, None], np.arange(8)[None, :]
+    m = (r < M) & (c < N) & ((c % 3 == 0) | (r == 0))
+    want = np.where(m, np.pad(x, ((0, 3), (0, 1))), -1.0)
+    np.testing.assert_array_equal(o, want)

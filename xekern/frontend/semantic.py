@@ -413,10 +413,9 @@ class ArithSemantic:
         raise SemanticError(f"unsupported unary operator {opname}")
 
     def logical(self, opname: str, a, b) -> tensor:
-        """``and`` / ``or`` on scalar conditions (both sides are evaluated)."""
+        """``and`` / ``or`` of runtime values: both sides are evaluated and taken as booleans
+        (``!= 0``); on tiles it is elementwise, as in Triton (``m = (r < M) and (c < N)``)."""
         ta, tb = self.to_tensor(a), self.to_tensor(b)
-        if ta.is_tile or tb.is_tile:
-            raise SemanticError(f"'{opname}' on tiles is ambiguous; use '&' or '|' for elementwise logic")
         return self.binary(opname, self.cast(ta, T.int1), self.cast(tb, T.int1))
 
     def static_assert(self, cond, msg) -> None:

@@ -354,6 +354,44 @@ class TileSemantic:
             k, cur = 2 * k, 1 - cur
         return acc
 
+    def cat(self, a, b) -> tensor:
+        """``xl.cat(a, b)``: the tiles one after the other along the first dimension (in order:
+        Triton's ``can_reorder`` is accepted and not needed), through one SLM buffer."""
+        self.require_level("xl.cat", "wg")
+        a, b = self.to_tensor(a), self.to_tensor(b)
+        if not (a.is_tile and b.is_tile) or a.shape[1:] != b.shape[1:] or a.shape[0] != b.shape[0]:
+            raise SemanticError(f"cat needs two tiles of one shape, got {list(a.shape)} and {list(b.shape)}")
+        dt = self.promote(a.dtype, b.dtype)
+        shape = (2 * a.shape[0],) + tuple(a.shape[1:])
+        buf = self.alloc_slm(shape, dt)
+        zeros = [0] * len(shape)
+        second = list(zeros)
+        second[0] = a.shape[0]
+        self.store_matrix(buf, zeros, self.cast(a, dt))
+        self.store_matrix(buf, second, self.cast(b, dt))
+        self.barrier()
+        out = self.load_matrix(buf, zeros, shape)
+        self.barrier()   # (the buffer may be reused: every read done first)
+        return out
+
+    def histogram(self, x, bins: int, mask=None) -> tensor:
+        """``xl.histogram(x, num_bins)``: int32 counts of the values ``0 .. num_bins - 1`` in ``x``
+        (other values, and masked-off elements, are not counted): a comparison of every element with
+        every bin, summed."""
+        x = self.to_tensor(x)
+        if not x.is_tile or not x.dtype.is_int or x.dtype.is_bool:
+            raise SemanticError(f"histogram counts an integer tile, got {x.type}")
+        if not isinstance(bins, int) or bins <= 0 or bins & (bins - 1):
+            raise SemanticError(f"num_bins must be a positive power of 2 constant, got {bins!r}")
+        flat = x if len(x.shape) == 1 else None
+        if flat is None:
+            raise SemanticError("histogram counts a 1-D tile")
+        hit = self.compare("eq", self.expand_dims(flat, 1), self.expand_dims(self.arange(0, bins), 0))
+        if mask is not None:
+            m = self.broadcast_to(self.to_tensor(mask), x.shape)
+            hit = self.logical("and", hit, self.expand_dims(m, 1))
+        return self.reduce(self.cast(hit, T.int32), 0, "sum")
+
     def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
         """``xl.reduce(x, axis, combine_fn)``: the last element of the inclusive scan along ``axis``,
         taken out by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every

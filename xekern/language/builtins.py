@@ -423,6 +423,19 @@ def flip(x, dim=None, _sem=None):
 
 
 @builtin
+def cat(input, other, can_reorder=False, _sem=None):
+    """``input`` then ``other`` along the first dimension (in order, whatever ``can_reorder``)."""
+    return _sem.cat(input, other)
+
+
+@builtin
+def histogram(input, num_bins, mask=None, _sem=None):
+    """int32 counts of the values ``0 .. num_bins - 1`` in the 1-D integer tile ``input`` (bins of
+    width 1 from 0; other values and masked-off elements are not counted)."""
+    return _sem.histogram(input, unwrap(num_bins), mask)
+
+
+@builtin
 def swizzle2d(i, j, size_i, size_j, size_g, _sem=None):
     """Triton's ``tl.swizzle2d``: the index ``(i, j)`` of a ``size_i x size_j`` grid, renumbered so
     that consecutive indices walk groups of ``size_g`` rows column by column (better cache reuse for
