@@ -132,3 +132,36 @@ def test_cat_and_histogram(backend, rng):
                        BLOCK=block, BINS=bins)[2:4]
     np.testing.assert_array_equal(c, np.concatenate([a, b]))
     np.testing.assert_array_equal(h, np.bincount(a[:n][(a[:n] >= 0) & (a[:n] < bins)], minlength=bins))
+
+
+@xk.jit
+def sorts(x_ptr, a_ptr, d_ptr, c_ptr, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    x = xl.load(x_ptr + r[:, None] * BN + c[None, :])
+    xl.store(a_ptr + r[:, None] * BN + c[None, :], xl.sort(x))
+    xl.store(d_ptr + r[:, None] * BN + c[None, :], xl.sort(x, descending=True))
+    xl.store(c_ptr + r[:, None] * BN + c[None, :], xl.sort(x, 0))
+
+
+@pytest.mark.parametrize("bm,bn", [(16, 32), (4, 64), (32, 2), (8, 8)])
+def test_sort(backend, rng, bm, bn):
+    x = rng.integers(-20, 20, (bm, bn)).astype(np.float32)      # with ties
+    a, d, c = backend.run(sorts, (1,), [x] + [poisoned((bm, bn), np.float32) for _ in range(3)], BM=bm, BN=bn)[1:4]
+    np.testing.assert_array_equal(a, np.sort(x, 1))
+    np.testing.assert_array_equal(d, np.sort(x, 1)[:, ::-1])
+    np.testing.assert_array_equal(c, np.sort(x, 0))
+
+
+@xk.jit
+def top4(x_ptr, o_ptr, BM: xl.constexpr, BN: xl.constexpr, K: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    x = xl.load(x_ptr + r[:, None] * BN + c[None, :])
+    xl.store(o_ptr + r[:, None] * K + xl.arange(0, K)[None, :], xl.topk(x, K))
+
+
+def test_topk(backend, rng):
+    x = rng.standard_normal((8, 32)).astype(np.float32)
+    o = backend.run(top4, (1,), [x, poisoned((8, 4), np.float32)], BM=8, BN=32, K=4)[1]
+    np.testing.assert_array_equal(o, np.sort(x, 1)[:, ::-1][:, :4])

@@ -392,6 +392,85 @@ class TileSemantic:
             hit = self.logical("and", hit, self.expand_dims(m, 1))
         return self.reduce(self.cast(hit, T.int32), 0, "sum")
 
+    def _along(self, x: tensor, axis: int) -> tensor:
+        """The index along ``axis`` of every element of ``x`` (an int32 tile of ``x``'s shape)."""
+        idx = self.arange(0, x.shape[axis])
+        for d in range(len(x.shape)):
+            if d != axis:
+                idx = self.expand_dims(idx, d)
+        return self.broadcast_to(idx, x.shape)
+
+    def sort(self, x, axis, descending: bool = False) -> tensor:
+        """``xl.sort(x, dim, descending)``: a bitonic sort along ``axis``. Each of its
+        ``log2(n) (log2(n) + 1) / 2`` compare-exchange steps pairs element ``i`` with ``i ^ j``, read
+        through SLM at offset ``-j`` or ``+j`` of a buffer padded on both sides (as ``flip``), and keeps
+        the smaller or the larger of the two: always one of them, so the result is a permutation (a
+        NaN stays, somewhere)."""
+        self.require_level("xl.sort", "wg")
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            return x
+        axis = self._axis(x, len(x.shape) - 1 if axis is None else axis)
+        n = x.shape[axis]
+        if n == 1:
+            return x
+        idx = self._along(x, axis)
+        wide = list(x.shape)
+        wide[axis] = 2 * n
+        bufs = [self.alloc_slm(tuple(wide), x.dtype), self.alloc_slm(tuple(wide), x.dtype)]
+        home = [0] * len(wide)
+        home[axis] = n // 2
+        acc, cur, k = x, 0, 2
+        while k <= n:
+            j = k // 2
+            while j >= 1:
+                self.store_matrix(bufs[cur], home, acc)
+                self.barrier()
+                before, after = list(home), list(home)
+                before[axis] -= j
+                after[axis] += j
+                upper = self.compare("ne", self.binary("and", idx, j), 0)   # the partner is i - j
+                other = self.where(upper, self.load_matrix(bufs[cur], before, x.shape),
+                                   self.load_matrix(bufs[cur], after, x.shape))
+                swap = self.compare("lt", other, acc)                        # the partner is smaller
+                small = self.where(swap, other, acc)
+                large = self.where(swap, acc, other)
+                # the lower slot of a pair keeps the small one in an ascending run (i & k == 0, and the
+                # last merge), the large one in a descending run; a descending sort swaps the two
+                lower = self.compare("eq", self.binary("and", idx, j), 0)
+                if k < n:
+                    ascending = self.compare("eq", self.binary("and", idx, k), 0)
+                    lower = self.compare("eq", self.cast(lower, T.int32), self.cast(ascending, T.int32))
+                keep_small = self.compare("eq", self.cast(lower, T.int32), 0 if descending else 1)
+                acc = self.where(keep_small, small, large)
+                cur = 1 - cur
+                j //= 2
+            k *= 2
+        return acc
+
+    def topk(self, x, k: int, axis) -> tensor:
+        """``xl.topk(x, k, dim)``: the ``k`` largest elements along ``axis``, largest first (a
+        descending sort, of which the first ``k`` are read back through SLM)."""
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            raise SemanticError("topk needs a tile")
+        axis = self._axis(x, len(x.shape) - 1 if axis is None else axis)
+        n = x.shape[axis]
+        if not isinstance(k, int) or k <= 0 or k > n or k & (k - 1):
+            raise SemanticError(f"topk: k must be a power of 2 constant between 1 and {n}, got {k!r}")
+        ordered = self.sort(x, axis, descending=True)
+        if k == n:
+            return ordered
+        buf = self.alloc_slm(tuple(x.shape), x.dtype)
+        zeros = [0] * len(x.shape)
+        self.store_matrix(buf, zeros, ordered)
+        self.barrier()
+        shape = list(x.shape)
+        shape[axis] = k
+        out = self.load_matrix(buf, zeros, tuple(shape))
+        self.barrier()
+        return out
+
     def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
         """``xl.reduce(x, axis, combine_fn)``: the last element of the inclusive scan along ``axis``,
         taken out by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every

@@ -436,6 +436,18 @@ def histogram(input, num_bins, mask=None, _sem=None):
 
 
 @builtin
+def sort(x, dim=None, descending=False, _sem=None):
+    """``x`` sorted along ``dim`` (the last dimension when None), ascending unless ``descending``."""
+    return _sem.sort(x, unwrap(dim), bool(unwrap(descending)))
+
+
+@builtin
+def topk(x, k, dim=None, _sem=None):
+    """The ``k`` largest elements of ``x`` along ``dim`` (the last when None), largest first."""
+    return _sem.topk(x, unwrap(k), unwrap(dim))
+
+
+@builtin
 def swizzle2d(i, j, size_i, size_j, size_g, _sem=None):
     """Triton's ``tl.swizzle2d``: the index ``(i, j)`` of a ``size_i x size_j`` grid, renumbered so
     that consecutive indices walk groups of ``size_g`` rows column by column (better cache reuse for
