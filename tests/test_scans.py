@@ -165,3 +165,26 @@ def test_topk(backend, rng):
     x = rng.standard_normal((8, 32)).astype(np.float32)
     o = backend.run(top4, (1,), [x, poisoned((8, 4), np.float32)], BM=8, BN=32, K=4)[1]
     np.testing.assert_array_equal(o, np.sort(x, 1)[:, ::-1][:, :4])
+
+
+@xk.jit
+def gathers(x_ptr, i_ptr, j_ptr, o_ptr, p_ptr, BM: xl.constexpr, BN: xl.constexpr, K: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    k = xl.arange(0, K)
+    x = xl.load(x_ptr + r[:, None] * BN + c[None, :])
+    rows = xl.load(i_ptr + k[:, None] * BN + c[None, :])       # (K, BN) row indices
+    cols = xl.load(j_ptr + r[:, None] * K + k[None, :])        # (BM, K) column indices
+    xl.store(o_ptr + k[:, None] * BN + c[None, :], xl.gather(x, rows, 0))
+    xl.store(p_ptr + r[:, None] * K + k[None, :], xl.gather(x, cols, 1))
+
+
+def test_gather(backend, rng):
+    bm, bn, k = 16, 32, 8
+    x = rng.standard_normal((bm, bn)).astype(np.float32)
+    rows = rng.integers(0, bm, (k, bn)).astype(np.int32)
+    cols = rng.integers(0, bn, (bm, k)).astype(np.int32)
+    o, p = backend.run(gathers, (1,), [x, rows, cols, poisoned((k, bn), np.float32), poisoned((bm, k), np.float32)],
+                       BM=bm, BN=bn, K=k)[3:5]
+    np.testing.assert_array_equal(o, np.take_along_axis(x, rows, 0))
+    np.testing.assert_array_equal(p, np.take_along_axis(x, cols, 1))

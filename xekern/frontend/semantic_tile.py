@@ -471,6 +471,37 @@ class TileSemantic:
         self.barrier()
         return out
 
+    def gather(self, src, index, axis) -> tensor:
+        """``xl.gather(src, index, axis)``: ``out[..., i, ...] = src[..., index[..., i, ...], ...]`` along
+        ``axis`` (the other dimensions of ``index`` match ``src``'s). Every output element compares its
+        index with each of the ``n`` positions along ``axis`` and sums the one that matches, with
+        ``-0.0`` (0) elsewhere, which is exact: ``n`` times the work of a copy, in registers. An index
+        outside ``[0, n)`` gives ``-0.0`` (0)."""
+        src, index = self.to_tensor(src), self.to_tensor(index)
+        if not (src.is_tile and index.is_tile) or len(src.shape) != len(index.shape):
+            raise SemanticError(f"gather needs a source and an index tile of one rank, got {src.type} and "
+                                f"{index.type}")
+        if not index.dtype.is_int or index.dtype.is_bool:
+            raise SemanticError(f"gather indices must be integers, got {index.dtype.user_name}")
+        rank = len(src.shape)
+        axis = self._axis(src, axis)
+        if any(index.shape[d] != src.shape[d] for d in range(rank) if d != axis):
+            raise SemanticError(f"gather: index shape {list(index.shape)} must match source shape "
+                                f"{list(src.shape)} except along axis {axis}")
+        n = src.shape[axis]
+        order = [d for d in range(rank) if d != axis] + [axis]
+        moved = self.permute(src, order) if order != list(range(rank)) else src     # axis last
+        moved = self.expand_dims(moved, axis)                                        # 1 at axis
+        full = tuple(index.shape) + (n,)
+        cand = self.broadcast_to(moved, full)
+        pos = self.arange(0, n)
+        for d in range(rank):
+            pos = self.expand_dims(pos, 0)
+        hit = self.compare("eq", self.broadcast_to(self.expand_dims(self.cast(index, T.int32), rank), full),
+                           self.broadcast_to(pos, full))
+        zero = -0.0 if src.dtype.is_floating else 0
+        return self.reduce(self.where(hit, cand, self.const(zero, src.dtype)), rank, "sum")
+
     def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
         """``xl.reduce(x, axis, combine_fn)``: the last element of the inclusive scan along ``axis``,
         taken out by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every

@@ -448,6 +448,12 @@ def topk(x, k, dim=None, _sem=None):
 
 
 @builtin
+def gather(src, index, axis, _sem=None):
+    """``src`` read at ``index`` along ``axis``: ``out[i][j] = src[index[i][j]][j]`` for ``axis=0``."""
+    return _sem.gather(src, index, unwrap(axis))
+
+
+@builtin
 def swizzle2d(i, j, size_i, size_j, size_g, _sem=None):
     """Triton's ``tl.swizzle2d``: the index ``(i, j)`` of a ``size_i x size_j`` grid, renumbered so
     that consecutive indices walk groups of ``size_g`` rows column by column (better cache reuse for
