@@ -366,3 +366,27 @@ def test_and_or_on_tiles_are_elementwise(backend, rng):
     m = (r < M) & (c < N) & ((c % 3 == 0) | (r == 0))
     want = np.where(m, np.pad(x, ((0, 3), (0, 1))), -1.0)
     np.testing.assert_array_equal(o, want)
+
+
+@xk.jit(noinline=True)
+def _doubled(x):
+    return x * 2
+
+
+@xk.jit(do_not_specialize=["seed"])
+def nan_rules(x_ptr, o_ptr, seed, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs)
+    xl.store(o_ptr + offs * 4, xl.maximum(x, 0.5, propagate_nan=xl.PropagateNan.ALL))
+    xl.store(o_ptr + offs * 4 + 1, xl.minimum(x, 0.5, propagate_nan=xl.PropagateNan.NONE))
+    xl.store(o_ptr + offs * 4 + 2, xl.clamp(x, 0.0, 1.0, propagate_nan=xl.PropagateNan.ALL))
+    xl.store(o_ptr + offs * 4 + 3, _doubled(x) + seed)
+
+
+def test_propagate_nan_and_jit_options(backend):
+    x = np.array([np.nan, 0.2, 2.0, -1.0] * 4, np.float32)
+    o = backend.run(nan_rules, (1,), [x, poisoned((16, 4), np.float32), 3], BLOCK=16)[1][:4]
+    want = [[np.nan, 0.5, np.nan, np.nan], [0.5, 0.2, 0.2, 3.4], [2.0, 0.5, 1.0, 7.0], [0.5, -1.0, 0.0, 1.0]]
+    np.testing.assert_allclose(o, want, rtol=1e-6)
+    with pytest.raises(xk.CompilationError, match="'nope' is not a parameter of nan_rules"):
+        xk.jit(do_not_specialize=["nope"])(nan_rules.fn)

@@ -13,7 +13,8 @@ from .runtime.jit import JITFunction
 
 
 def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target: Optional[str] = None,
-        interpret: Optional[bool] = None, level: str = "workgroup"):
+        interpret: Optional[bool] = None, level: str = "workgroup", noinline: bool = False,
+        do_not_specialize=(), do_not_specialize_on_alignment=()):
     """Decorate a kernel, written at workgroup level (the default: whole tiles, distributed by the
     compiler), at ``level="subgroup"`` (tiles are one subgroup's data) or at ``level="lane"`` (scalars
     of one work item); see docs/levels.md.
@@ -22,6 +23,10 @@ def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target
     it; None (the default) reads the ``XEKERN_INTERPRET`` knob now, when the kernel is decorated,
     and applies it to workgroup-level kernels (the others compile). ``debug`` likewise reads
     ``XEKERN_DEBUG`` now.
+
+    Triton's ``noinline``, ``do_not_specialize`` and ``do_not_specialize_on_alignment`` are accepted
+    (the names are checked): helpers are always inlined, and an integer argument gives at most three
+    specializations (equal to 1, a multiple of 16, other), so they change no result.
 
     Example::
 
@@ -34,6 +39,14 @@ def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target
         add[(xk.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
     """
     def wrap(f):
+        import inspect
+        names = set(inspect.signature(f).parameters)
+        for option, given in (("do_not_specialize", do_not_specialize),
+                              ("do_not_specialize_on_alignment", do_not_specialize_on_alignment)):
+            for g in given:
+                if not (isinstance(g, int) and 0 <= g < len(names)) and g not in names:
+                    from .errors import CompilationError
+                    raise CompilationError(f"@xk.jit({option}=...): {g!r} is not a parameter of {f.__name__}")
         on_host = (level == "workgroup" and knobs.interpret()) if interpret is None else bool(interpret)
         if on_host:
             from .interpreter.function import InterpretedFunction  # (the interpreter loads when first used)

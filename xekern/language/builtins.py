@@ -291,8 +291,10 @@ def fma(x, y, z, _sem=None):
 
 
 @builtin
-def clamp(x, lo, hi, _sem=None):
-    return _sem.minmax("min", _sem.minmax("max", x, lo), hi)
+def clamp(x, min, max, propagate_nan=0, _sem=None):  # noqa: A002
+    """``min(max(x, min), max)``; ``propagate_nan=xl.PropagateNan.ALL`` keeps NaNs of ``x``."""
+    nan = bool(unwrap(propagate_nan))
+    return _sem.minmax("min", _sem.minmax("max", x, min, nan), max, nan)
 
 
 # ---- reductions --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ call (as Triton passes ``_generator`` to ``tl.reduce``).
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Tuple
 
 from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
@@ -18,6 +19,13 @@ from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
 
 dtype = DType
 float8 = None  # not supported: no fp8 DPAS on the targets xekern knows
+
+class PropagateNan(IntEnum):
+    """Triton's ``tl.PropagateNan`` for ``xl.maximum`` / ``xl.minimum`` / ``xl.clamp``: ``ALL`` makes a
+    NaN operand give NaN, ``NONE`` (the default) returns the other operand."""
+    NONE = 0x0000
+    ALL = 0xFFFF
+
 
 # the size limits of a tile (checked as each op is built, docs/language.md "Limits"):
 MAX_TILE_NUMEL = 1 << 20      # elements of one tile, as Triton's TRITON_MAX_TENSOR_NUMEL
