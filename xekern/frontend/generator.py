@@ -10,7 +10,6 @@ the kernel's own file and line.
 from __future__ import annotations
 
 import ast
-import copy
 import builtins
 import types as pytypes
 from typing import Any, Dict, List, Optional
@@ -23,6 +22,7 @@ from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..language import builtins as lb
 from ..language.core import (base_value, constexpr, is_builtin, pointer_tile, private_array, takes_generator, tensor,
                              unwrap)
+from . import control_flow
 from .sem import Semantic
 from .semantic import SemanticError
 from .source import KernelSource
@@ -72,104 +72,6 @@ _ALLOWED_PY_BUILTINS = {"range", "len", "min", "max", "int", "float", "bool", "a
                         "tuple", "list", "print", "enumerate", "zip", "reversed", "str", "hasattr", "round",
                         "divmod", "sum", "any", "all", "type"}
 _PY_CLASSES = (Layout, SliceLayout, constexpr)
-
-
-_RET = "__xk_return_value"
-
-
-def _returns_at_the_end(stmts: list) -> list:
-    """A function body whose ``return``s inside ``if``s are moved to its end: the statements after an
-    ``if`` that returns go into the branches that do not (``if c: return`` + rest becomes
-    ``if c: pass else: rest``), and a returned value is assigned to a hidden name returned last.
-    Returns inside loops are left where they are (the caller reports them)."""
-    body = _lift(copy.deepcopy(stmts))
-    valued = any(isinstance(n, ast.Return) and n.value is not None for s in body for n in ast.walk(s))
-    body = _retarget(body, valued)
-    if valued:
-        last = ast.Return(value=ast.Name(id=_RET, ctx=ast.Load()))
-        body.append(ast.fix_missing_locations(ast.copy_location(last, stmts[-1])))
-    return body or [ast.Pass()]
-
-
-def _returns(node) -> bool:
-    return any(isinstance(n, ast.Return) for n in ast.walk(node))
-
-
-def _lift(stmts: list) -> list:
-    out = []
-    for i, s in enumerate(stmts):
-        if isinstance(s, ast.If) and _returns(s):
-            rest = stmts[i + 1:]
-            s.body = _branch(s.body, rest)
-            s.orelse = _branch(s.orelse, rest)
-            out.append(s)
-            return out
-        out.append(s)
-        if isinstance(s, ast.Return):
-            return out   # (what follows a return never runs)
-    return out
-
-
-def _branch(stmts: list, rest: list) -> list:
-    if stmts and isinstance(stmts[-1], ast.Return):
-        return _lift(stmts)
-    return _lift(stmts + copy.deepcopy(rest)) or [ast.Pass()]
-
-
-def _retarget(stmts: list, valued: bool) -> list:
-    """Each ``return v`` (now last in its branch) becomes ``_RET = v``; a bare one is dropped."""
-    out = []
-    for s in stmts:
-        if isinstance(s, ast.Return):
-            if valued:
-                value = s.value if s.value is not None else ast.Constant(None)
-                out.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=_RET, ctx=ast.Store())],
-                                                        value=value), s))
-            continue
-        if isinstance(s, ast.If):
-            s.body = _retarget(s.body, valued) or [ast.copy_location(ast.Pass(), s)]
-            s.orelse = _retarget(s.orelse, valued)
-        out.append(s)
-    return [ast.fix_missing_locations(s) for s in out]
-
-
-def _jumps(stmts: list, kinds=(ast.Break, ast.Continue)) -> bool:
-    """A break/continue of this loop among ``stmts`` (not of a loop nested in them)."""
-    todo = list(stmts)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, kinds):
-            return True
-        if not isinstance(n, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(n))
-    return False
-
-
-def _without_jumps(stmts: list, flag: str) -> list:
-    """A loop body whose ``continue``s end their branch (what follows moves into the branches that
-    go on) and whose ``break``s set ``flag`` and end their branch likewise."""
-    out = []
-    for i, s in enumerate(stmts):
-        if isinstance(s, ast.Continue):
-            return out
-        if isinstance(s, ast.Break):
-            out.append(ast.fix_missing_locations(ast.copy_location(
-                ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Constant(True)), s)))
-            return out
-        if isinstance(s, ast.If) and _jumps([s]):
-            rest = stmts[i + 1:]
-            s.body = _jump_branch(s.body, rest, flag) or [ast.copy_location(ast.Pass(), s)]
-            s.orelse = _jump_branch(s.orelse, rest, flag)
-            out.append(s)
-            return out
-        out.append(s)
-    return out
-
-
-def _jump_branch(stmts: list, rest: list, flag: str) -> list:
-    if stmts and isinstance(stmts[-1], (ast.Break, ast.Continue)):
-        return _without_jumps(stmts, flag)
-    return _without_jumps(stmts + copy.deepcopy(rest), flag)
 
 
 class _Range:
@@ -261,7 +163,7 @@ class CodeGenerator(ast.NodeVisitor):
                 raise self.error(stmt, "code after return is unreachable; return must be the last statement")
         body = fn.body
         if any(isinstance(n, ast.Return) and n not in fn.body for n in ast.walk(fn)):
-            body = _returns_at_the_end(fn.body)
+            body = control_flow.returns_at_the_end(fn.body)
         for stmt in body:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.Return) and node is not body[-1]:
@@ -452,22 +354,12 @@ class CodeGenerator(ast.NodeVisitor):
                                f"runtime {like!r} on another")
 
     def _jumpless(self, node):
-        """``node`` (a for or while loop) with its break/continue rewritten (``_without_jumps``), and
-        the name of its break flag (None without a break), set to False in the scope."""
-        if not _jumps(node.body):
-            return node, None
-        flag = f"__xk_break{id(node)}" if _jumps(node.body, (ast.Break,)) else None
-        body = _without_jumps(copy.deepcopy(node.body), flag or "")
+        """``node`` (a for or while loop) with its break/continue rewritten, and the name of its
+        break flag (None without a break), set to False in the scope (``control_flow.jumpless``)."""
+        loop, flag = control_flow.jumpless(node)
         if flag is not None:
             self.scope[flag] = False
-            guard = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=flag, ctx=ast.Load()))
-            if isinstance(node, ast.For):
-                body = [ast.If(test=guard, body=body or [ast.Pass()], orelse=[])]
-        loop = copy.copy(node)
-        loop.body = [ast.fix_missing_locations(ast.copy_location(b, node)) for b in body] or [ast.Pass()]
-        if flag is not None and isinstance(node, ast.While):
-            loop.test = ast.BoolOp(op=ast.And(), values=[node.test, guard])
-        return ast.fix_missing_locations(ast.copy_location(loop, node)), flag
+        return loop, flag
 
     def visit_For(self, node):
         if node.orelse:
@@ -509,14 +401,7 @@ class CodeGenerator(ast.NodeVisitor):
                                self.sem.binary("floordiv", self.sem.binary("add", span, -step - 1), -step), 0)
         tag = f"__xk_down{id(node)}"
         self.scope[tag + "_a"] = a
-        k = ast.copy_location(ast.Name(id=tag + "_k", ctx=ast.Store()), node.target)
-        first = ast.copy_location(ast.Assign(
-            targets=[node.target],
-            value=ast.BinOp(left=ast.Name(id=tag + "_a", ctx=ast.Load()), op=ast.Add(),
-                            right=ast.BinOp(left=ast.Name(id=tag + "_k", ctx=ast.Load()), op=ast.Mult(),
-                                            right=ast.Constant(step)))), node)
-        ast.fix_missing_locations(first)
-        loop = ast.copy_location(ast.For(target=k, iter=node.iter, body=[first] + node.body, orelse=[]), node)
+        loop = control_flow.counting_up(node, tag + "_a", tag + "_k", step)
         self.dynamic_for(loop, _Range((0, trips), False, it.hints))
         self.scope.pop(tag + "_a", None)
 
