@@ -43,6 +43,16 @@ def _pattern(n: int) -> np.ndarray:
     return p
 
 
+_pattern_bytes_cache: Dict[int, bytes] = {}
+
+
+def _pattern_bytes(n: int) -> bytes:
+    b = _pattern_bytes_cache.get(n)
+    if b is None:
+        b = _pattern_bytes_cache[n] = bytes([PATTERN]) * n
+    return b
+
+
 def allocate(nbytes: int, queue) -> Tuple[object, int]:
     """Device memory for ``nbytes`` between two filled guards: (memory, offset of the data)."""
     g = size(nbytes)
@@ -119,8 +129,8 @@ def overrun(mem, g: int, nbytes: int, queue, whole: Optional[np.ndarray] = None)
         head, tail = np.empty(g, np.uint8), np.empty(g, np.uint8)
         queue.memcpy(head, dev.memory_view(mem, 0, g, queue), g)
         queue.memcpy(tail, dev.memory_view(mem, g + nbytes, g, queue), g)
-    pat = _pattern(g)
-    if np.array_equal(head, pat) and np.array_equal(tail, pat):
+    pat = _pattern_bytes(g)
+    if head.tobytes() == pat and tail.tobytes() == pat:   # (memcmp: the common case, fast)
         return None
     bad_head, bad_tail = np.flatnonzero(head != PATTERN), np.flatnonzero(tail != PATTERN)
     return (g - int(bad_head[0]) if len(bad_head) else 0), (int(bad_tail[-1]) + 1 if len(bad_tail) else 0)
