@@ -15,6 +15,32 @@ _REDUCE = {"sum": ("add", "add", "add"), "prod": ("mul", "mul", "mul"),
            "xor_sum": (None, "xor", "xor"), "and": (None, "and", "and"), "or": (None, "or", "or")}
 
 
+class _Exchange:
+    """A tile passed between subgroups through SLM, for the tile algorithms (scans, flip, sort): each
+    ``publish`` stores it at ``home`` along ``axis`` of one of two buffers twice its length there
+    (they alternate, so one barrier a step suffices), and ``read(d)`` loads the tile ``d`` elements
+    further along the axis (the buffer's padding where that runs past the tile)."""
+
+    def __init__(self, sem, x: tensor, axis: int, home: int):
+        wide = list(x.shape)
+        wide[axis] *= 2
+        self.sem, self.shape, self.axis = sem, tuple(x.shape), axis
+        self.bufs = [sem.alloc_slm(tuple(wide), x.dtype), sem.alloc_slm(tuple(wide), x.dtype)]
+        self.home = [0] * len(wide)
+        self.home[axis] = home
+        self.cur = 1
+
+    def publish(self, acc: tensor) -> None:
+        self.cur = 1 - self.cur
+        self.sem.store_matrix(self.bufs[self.cur], self.home, acc)
+        self.sem.barrier()
+
+    def read(self, d: int) -> tensor:
+        at = list(self.home)
+        at[self.axis] += d
+        return self.sem.load_matrix(self.bufs[self.cur], at, self.shape)
+
+
 class TileSemantic:
     # ---- ids ----------------------------------------------------------------------------------
     def program_id(self, axis) -> tensor:
@@ -293,28 +319,17 @@ class TileSemantic:
         n = x.shape[axis]
         if n == 1:
             return x
-        idx = self.arange(0, n)
-        for d in range(len(x.shape)):
-            if d != axis:
-                idx = self.expand_dims(idx, d)
-        idx = self.broadcast_to(idx, x.shape)
-        wide = list(x.shape)
-        wide[axis] *= 2
-        bufs = [self.alloc_slm(tuple(wide), x.dtype), self.alloc_slm(tuple(wide), x.dtype)]
-        home = [0] * len(wide)
-        home[axis] = 0 if reverse else n
-        acc, k, cur = x, 1, 0
+        idx = self._along(x, axis)
+        slm = _Exchange(self, x, axis, 0 if reverse else n)
+        acc, k = x, 1
         while k < n:
-            self.store_matrix(bufs[cur], home, acc)
-            self.barrier()
-            at = list(home)
-            at[axis] += k if reverse else -k
-            other = self.load_matrix(bufs[cur], at, x.shape)
+            slm.publish(acc)
+            other = slm.read(k if reverse else -k)
             both = self._combine_pair(generator, combine, acc, other) if reverse else \
                 self._combine_pair(generator, combine, other, acc)
             has = self.compare("lt", idx, n - k) if reverse else self.compare("ge", idx, k)
             acc = self.where(has, both, acc)
-            k, cur = 2 * k, 1 - cur
+            k *= 2
         return acc
 
     def flip(self, x, axis) -> tensor:
@@ -330,28 +345,14 @@ class TileSemantic:
         n = x.shape[axis]
         if n == 1:
             return x
-        idx = self.arange(0, n)
-        for d in range(len(x.shape)):
-            if d != axis:
-                idx = self.expand_dims(idx, d)
-        idx = self.broadcast_to(idx, x.shape)
-        wide = list(x.shape)
-        wide[axis] = 2 * n
-        bufs = [self.alloc_slm(tuple(wide), x.dtype), self.alloc_slm(tuple(wide), x.dtype)]
-        home = [0] * len(wide)
-        home[axis] = n // 2
-        acc, k, cur = x, 1, 0
+        idx = self._along(x, axis)
+        slm = _Exchange(self, x, axis, n // 2)
+        acc, k = x, 1
         while k < n:
-            self.store_matrix(bufs[cur], home, acc)
-            self.barrier()
-            before, after = list(home), list(home)
-            before[axis] -= k
-            after[axis] += k
-            low = self.load_matrix(bufs[cur], before, x.shape)    # element i - k
-            high = self.load_matrix(bufs[cur], after, x.shape)    # element i + k
+            slm.publish(acc)
             bit = self.compare("ne", self.binary("and", idx, k), 0)
-            acc = self.where(bit, low, high)
-            k, cur = 2 * k, 1 - cur
+            acc = self.where(bit, slm.read(-k), slm.read(k))     # element i - k or i + k
+            k *= 2
         return acc
 
     def cat(self, a, b) -> tensor:
@@ -415,23 +416,14 @@ class TileSemantic:
         if n == 1:
             return x
         idx = self._along(x, axis)
-        wide = list(x.shape)
-        wide[axis] = 2 * n
-        bufs = [self.alloc_slm(tuple(wide), x.dtype), self.alloc_slm(tuple(wide), x.dtype)]
-        home = [0] * len(wide)
-        home[axis] = n // 2
-        acc, cur, k = x, 0, 2
+        slm = _Exchange(self, x, axis, n // 2)
+        acc, k = x, 2
         while k <= n:
             j = k // 2
             while j >= 1:
-                self.store_matrix(bufs[cur], home, acc)
-                self.barrier()
-                before, after = list(home), list(home)
-                before[axis] -= j
-                after[axis] += j
+                slm.publish(acc)
                 upper = self.compare("ne", self.binary("and", idx, j), 0)   # the partner is i - j
-                other = self.where(upper, self.load_matrix(bufs[cur], before, x.shape),
-                                   self.load_matrix(bufs[cur], after, x.shape))
+                other = self.where(upper, slm.read(-j), slm.read(j))
                 swap = self.compare("lt", other, acc)                        # the partner is smaller
                 small = self.where(swap, other, acc)
                 large = self.where(swap, acc, other)
@@ -443,7 +435,6 @@ class TileSemantic:
                     lower = self.compare("eq", self.cast(lower, T.int32), self.cast(ascending, T.int32))
                 keep_small = self.compare("eq", self.cast(lower, T.int32), 0 if descending else 1)
                 acc = self.where(keep_small, small, large)
-                cur = 1 - cur
                 j //= 2
             k *= 2
         return acc
@@ -517,11 +508,7 @@ class TileSemantic:
         axis = self._axis(x, axis)
         n = x.shape[axis]
         scanned = self.scan(x, axis, fn, generator)
-        idx = self.arange(0, n)
-        for d in range(len(x.shape)):
-            if d != axis:
-                idx = self.expand_dims(idx, d)
-        last = self.compare("eq", self.broadcast_to(idx, x.shape), n - 1)
+        last = self.compare("eq", self._along(x, axis), n - 1)
         zero = -0.0 if x.dtype.is_floating else 0
         return self.reduce(self.where(last, scanned, self.const(zero, x.dtype)), axis, "sum", keep_dims=keep_dims)
 
@@ -543,11 +530,7 @@ class TileSemantic:
         axis = self._axis(x, axis)
         ext = self.reduce(x, axis, "max" if what == "argmax" else "min", keep_dims=True)
         hit = self.compare("eq", x, self.broadcast_to(ext, x.shape))
-        idx = self.arange(0, x.shape[axis])
-        for d in range(len(x.shape)):
-            if d != axis:
-                idx = self.expand_dims(idx, d)
-        idx = self.broadcast_to(idx, x.shape)
+        idx = self._along(x, axis)
         if not tie_break_left:
             return self.reduce(self.where(hit, idx, -1), axis, "max", keep_dims=keep_dims)
         cand = self.where(hit, idx, x.shape[axis])
