@@ -40,6 +40,12 @@ class _Exchange:
         at[self.axis] += d
         return self.sem.load_matrix(self.bufs[self.cur], at, self.shape)
 
+    def partner(self, idx: tensor, bit: int) -> tensor:
+        """Element ``i ^ bit`` for every ``i`` (``idx``: the index along the axis): ``bit`` before
+        ``i`` where ``i`` has that bit, after it elsewhere."""
+        has = self.sem.compare("ne", self.sem.binary("and", idx, bit), 0)
+        return self.sem.where(has, self.read(-bit), self.read(bit))
+
 
 class TileSemantic:
     # ---- ids ----------------------------------------------------------------------------------
@@ -338,11 +344,7 @@ class TileSemantic:
         differs in that bit (``k`` before or after, read at a shifted offset of a buffer padded by
         ``n / 2`` on both sides)."""
         self.require_level("xl.flip", "wg")
-        x = self.to_tensor(x)
-        if not x.is_tile:
-            return x
-        axis = self._axis(x, len(x.shape) - 1 if axis is None else axis)
-        n = x.shape[axis]
+        x, axis, n = self._along_last(x, axis)
         if n == 1:
             return x
         idx = self._along(x, axis)
@@ -350,10 +352,18 @@ class TileSemantic:
         acc, k = x, 1
         while k < n:
             slm.publish(acc)
-            bit = self.compare("ne", self.binary("and", idx, k), 0)
-            acc = self.where(bit, slm.read(-k), slm.read(k))     # element i - k or i + k
+            acc = slm.partner(idx, k)
             k *= 2
         return acc
+
+    def _along_last(self, x, axis):
+        """(tile, axis, its length) for the tile algorithms: ``axis`` None is the last; a scalar has
+        length 1 (it is its own result)."""
+        x = self.to_tensor(x)
+        if not x.is_tile:
+            return x, 0, 1
+        axis = self._axis(x, len(x.shape) - 1 if axis is None else axis)
+        return x, axis, x.shape[axis]
 
     def cat(self, a, b) -> tensor:
         """``xl.cat(a, b)``: the tiles one after the other along the first dimension (in order:
@@ -408,11 +418,7 @@ class TileSemantic:
         the smaller or the larger of the two: always one of them, so the result is a permutation (a
         NaN stays, somewhere)."""
         self.require_level("xl.sort", "wg")
-        x = self.to_tensor(x)
-        if not x.is_tile:
-            return x
-        axis = self._axis(x, len(x.shape) - 1 if axis is None else axis)
-        n = x.shape[axis]
+        x, axis, n = self._along_last(x, axis)
         if n == 1:
             return x
         idx = self._along(x, axis)
@@ -422,8 +428,7 @@ class TileSemantic:
             j = k // 2
             while j >= 1:
                 slm.publish(acc)
-                upper = self.compare("ne", self.binary("and", idx, j), 0)   # the partner is i - j
-                other = self.where(upper, slm.read(-j), slm.read(j))
+                other = slm.partner(idx, j)
                 swap = self.compare("lt", other, acc)                        # the partner is smaller
                 small = self.where(swap, other, acc)
                 large = self.where(swap, acc, other)
