@@ -141,9 +141,13 @@ def default_layout(shape: Sequence[int], num_subgroups: int, sg_size: int) -> La
                   order=tuple(reversed(range(r))))
 
 
-def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False) -> Tuple[int, int]:
+def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False,
+              whole_rows: bool = False) -> Tuple[int, int]:
     """``sg_layout`` for a DPAS result tile: divides the tile into DPAS-sized pieces, squarest first;
-    of two as square, the one with fewer rows per subgroup, or fewer columns with ``narrow_n``."""
+    of two as square, the one with fewer rows per subgroup, or fewer columns with ``narrow_n``.
+    ``whole_rows``: every subgroup owns whole rows (``[G, 1]``) when the rows divide that way."""
+    if whole_rows and M % (G * m) == 0 and N % n == 0:
+        return G, 1
     best = None
     for sm in [1 << i for i in range(G.bit_length())]:
         if G % sm:
@@ -157,7 +161,7 @@ def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False) ->
 
 
 def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_transposed: bool = False,
-                 fma_dot: Sequence[str] = ()):
+                 fma_dot: Sequence[str] = (), whole_rows: bool = False):
     """Workgroup layouts of A [M, K], B [K, N] and C [M, N] for a DPAS product on ``target``.
 
     ``b_transposed``: B comes from a transposed load, whose messages carry fewer columns than A's
@@ -170,6 +174,10 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_
     (``lane_data = [32 / bits, 1]``).
 
     ``fma_dot``: operand dtypes the emitter computes as plain FMAs instead (``Emitter.fma_dot``).
+
+    ``whole_rows``: the subgroups split only M (``sg_layout = [G, 1]``, when M allows), so a row of C
+    lies in one subgroup: row statistics stay in its registers and C can be the A operand of a next
+    product without leaving them (attention's ``dot(softmax(dot(q, k)), v)``).
     """
     if elem.name in fma_dot:
         return _fma_dot_layouts(target, M, N, K, G)
@@ -177,7 +185,7 @@ def dpas_layouts(target: Target, elem: DType, M: int, N: int, K: int, G: int, b_
     if shape is None:
         raise LayoutError(f"{target.name} has no DPAS for {elem.user_name}")
     sg = target.sg_size
-    sm, sn = _grid_for(M, N, shape.m, shape.n, G, narrow_n=b_transposed)
+    sm, sn = _grid_for(M, N, shape.m, shape.n, G, narrow_n=b_transposed, whole_rows=whole_rows)
     dm, dn = max(M // sm, shape.m), max(N // sn, shape.n)
     a_lane_data = max(1, shape.k // sg)             # K elements spread over sg lanes
     pack = max(1, 32 // elem.bits)                  # VNNI rows packed into 32 bits

@@ -137,6 +137,35 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
                 rel.same(*vals)
 
 
+_THROUGH = ELEMENTWISE + (ir.BroadcastOp, ir.ShapeCastOp, ir.ReduceOp)
+
+
+def chained_dots(ops: List[Op]) -> set:
+    """The 2-D ``dpas`` ops linked as producer and consumer: one's result reaches the other's A
+    operand through elementwise ops, casts, broadcasts and reductions only (attention's
+    ``dot(exp2(dot(q, k) - rowmax), v)``). Both get whole-row subgroup grids, so the row
+    statistics between them and the hand-over of C as the next A stay inside each subgroup."""
+    chained = set()
+    for op in ops:
+        if not isinstance(op, ir.DpasOp) or len(_shape(op.result)) != 2:
+            continue
+        seen, todo, found = set(), [op.operands[0]], set()
+        while todo and len(seen) < 256:
+            v = todo.pop()
+            src = v.op
+            if v in seen or src is None:
+                continue
+            seen.add(v)
+            if isinstance(src, ir.DpasOp):
+                found.add(src)
+            elif isinstance(src, _THROUGH):
+                todo.extend(src.operands)
+        found = {d for d in found if len(_shape(d.result)) == 2}
+        if found:
+            chained |= found | {op}
+    return chained
+
+
 def _structural(op) -> int:
     """Default-layout priority (0 first): loaded tiles decide their descriptors' layouts."""
     if isinstance(op, ir.LoadNdOp) or isinstance(op, ir.LoadGatherOp) and _chunk(op) > 1:
@@ -189,6 +218,7 @@ class PropagateLayout(Rewriter):
         rel, ops = _Relations(), []
         collect(func, rel, ops)
         self.ops = ops
+        self.chained = chained_dots(ops)
         for op in ops:
             self._anchor(op)
         self._spread(rel)
@@ -226,7 +256,8 @@ class PropagateLayout(Rewriter):
             try:
                 fma = self.ctx.emitter.fma_dot
                 la, lb, lc = batched_dpas_layouts(self.target, a.type.elem, batch[0], m, n, k, self.G, fma) \
-                    if batch else dpas_layouts(self.target, a.type.elem, m, n, k, self.G, _transposed_load(b), fma)
+                    if batch else dpas_layouts(self.target, a.type.elem, m, n, k, self.G, _transposed_load(b), fma,
+                                               whole_rows=op in self.chained)
             except LayoutError as e:
                 raise PassError(f"dot of {a.type.elem.user_name} on {self.target.name}: {e}", op) from None
             self.required[(op, 0)], self.required[(op, 1)] = la, lb
