@@ -109,6 +109,9 @@ class Emitter:
     # resolves their payload reads where the send write-after-read workaround costs nothing
     # (codegen/lsc.raw_block2d): where the target has the erratum and the driver works around it
     stage_prefetches: bool = False
+    # f32 -> bf16 by the GPU's own conversion (SPV_INTEL_bfloat16_conversion: one mov per register
+    # on pvc) instead of integer round-to-nearest-even (5 integer instructions and a select per element)
+    bf16_conversion: bool = False
 
     @property
     def key(self) -> tuple:
@@ -158,18 +161,19 @@ def _cpu(d: Driver, t: Target) -> Emitter:
 
 
 def _igc(d: Driver, t: Target) -> Emitter:
-    return Emitter("igc-builtins", ("common", "igc-builtins"), "gpu", d, block2d=True, merge_block2d=True)
+    return Emitter("igc-builtins", ("common", "igc-builtins"), "gpu", d, block2d=True, merge_block2d=True,
+                   bf16_conversion=True)
 
 
 def _spirv_ext(d: Driver, t: Target) -> Emitter:
     # (narrow reads: SPV_INTEL_2d_block_io's data layout for blocks narrower than the subgroup is unchecked)
     return Emitter("spirv-ext", ("common", "igc-builtins", "spirv-ext"), "gpu", d, block2d=True,
-                   merge_block2d=True, narrow_block_reads=False)
+                   merge_block2d=True, narrow_block_reads=False, bf16_conversion=True)
 
 
 def _visa(d: Driver, t: Target) -> Emitter:
     return Emitter("visa", ("common", "igc-builtins", "visa"), "gpu", d, block2d=True, merge_block2d=True,
-                   named_reads=True, slm_block_reads=True,
+                   named_reads=True, slm_block_reads=True, bf16_conversion=True,
                    stage_prefetches=t.send_war_erratum and d.send_war_workaround)
 
 

@@ -28,7 +28,7 @@ import tempfile
 SPIRV_EXTENSIONS = (
     "SPV_INTEL_subgroups", "SPV_EXT_shader_atomic_float_add", "SPV_EXT_shader_atomic_float_min_max",
     "SPV_INTEL_inline_assembly", "SPV_INTEL_split_barrier", "SPV_KHR_expect_assume",
-    "SPV_INTEL_function_pointers",
+    "SPV_INTEL_function_pointers", "SPV_INTEL_bfloat16_conversion",
     # the spirv-ext emitter (codegen/rules_spirv_ext.py): IGC 2.x drivers only, IGC 12504 rejects them
     "SPV_INTEL_2d_block_io", "SPV_INTEL_subgroup_matrix_multiply_accumulate",
 )

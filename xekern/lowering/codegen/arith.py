@@ -21,8 +21,11 @@ def bf16_to_f32(cg: CodeGen, v):
 
 
 def f32_to_bf16(cg: CodeGen, v):
-    """Round to nearest even; NaN stays a quiet NaN."""
+    """Round to nearest even; NaN stays a quiet NaN (the GPU's conversion, where the emitter has it,
+    does the same: cl_intel_bfloat16_conversions)."""
     b = cg.b
+    if cg.emitter.bf16_conversion:
+        return cg.ocl.call(b, "_Z32intel_convert_bfloat16_as_ushortf", I16, [v])
     bits = b.bitcast(v, I32)
     lsb = b.and_(b.lshr(bits, ll.Constant(I32, 16)), ll.Constant(I32, 1))
     rounded = b.lshr(b.add(bits, b.add(lsb, ll.Constant(I32, 0x7FFF))), ll.Constant(I32, 16))
