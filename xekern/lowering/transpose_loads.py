@@ -16,35 +16,47 @@ becomes
     %c = xegpu.dpas %a, %t, %acc
 
 The load stays where it was (a store between the load and the transpose must not be seen by it).
-Taken only when the loaded block is used by nothing but the transpose, has no layout of its
-own, and every use of the transpose is a ``dot`` operand; anything else is left as written.
+Taken when the loaded block has no layout of its own and every use of the transpose is a ``dot``
+operand. A block also used as loaded (attention's backward multiplies by ``q`` and by ``q.T``)
+keeps its load for those uses and gets a second, transposed one beside it for the transpose, through
+a twin of its descriptor (a descriptor has one layout, and the two loads need two): two block loads
+of the same bytes at the same point, instead of a transpose through SLM. Only for descriptors made
+by ``make_tensor_descriptor`` in the function itself (not carried through a loop).
 It runs before ``slm-transpose``, which then sees the same IR as for ``transpose=True``.
 """
 from __future__ import annotations
 
-from typing import Set
+from typing import Dict, Set
 
 from .. import ir
-from ..ir.core import Op, users
+from ..ir.core import Op, Value, users
 from ..ir.types import VectorType
 from .rewrite import STRUCTURED_RULES, Rewriter
 
 
+def _plain_load(load: Op) -> bool:
+    t = load.result.type if isinstance(load, ir.LoadNdOp) else None
+    return isinstance(t, VectorType) and t.rank == 2 and not load.attrs.get("transpose") and \
+        load.attrs.get("layout") is None
+
+
+def _dot_transpose(op: Op, uses) -> bool:
+    """A 2-D transpose whose every use is a ``dot`` operand (A or B)."""
+    return isinstance(op, ir.TransposeOp) and tuple(op.attrs.get("permutation") or ()) == (1, 0) and \
+        bool(uses.get(op.result)) and all(isinstance(u, ir.DpasOp) and i < 2 for u, i in uses[op.result])
+
+
 def _foldable(load: Op, uses) -> bool:
-    if not isinstance(load, ir.LoadNdOp):
-        return False
-    t = load.result.type
-    if load.attrs.get("transpose") or load.attrs.get("layout") is not None or not isinstance(t, VectorType) \
-            or t.rank != 2:
-        return False
-    readers = uses.get(load.result, [])
-    if len(readers) != 1 or not isinstance(readers[0][0], ir.TransposeOp):
-        return False
-    tr = readers[0][0]
-    if tuple(tr.attrs.get("permutation") or ()) != (1, 0):
-        return False
-    return all(isinstance(op, ir.DpasOp) and i < 2 for op, i in uses.get(tr.result, [])) and \
-        bool(uses.get(tr.result))
+    """The load's one reader is a transpose that feeds dots."""
+    readers = uses.get(load.result, []) if _plain_load(load) else []
+    return len(readers) == 1 and _dot_transpose(readers[0][0], uses)
+
+
+def _split(load: Op, uses) -> bool:
+    """Some readers are transposes that feed dots, others are not."""
+    readers = [op for op, _ in uses.get(load.result, [])] if _plain_load(load) else []
+    return len(readers) > 1 and isinstance(load.operands[0].op, ir.CreateNdTDescOp) and any(_dot_transpose(r, uses) for r in readers) and \
+        not all(_dot_transpose(r, uses) for r in readers)
 
 
 class TransposeLoads(Rewriter):
@@ -53,25 +65,46 @@ class TransposeLoads(Rewriter):
     RULES = dict(STRUCTURED_RULES)
     RULES[ir.LoadNdOp] = "rule_load_nd"
     RULES[ir.TransposeOp] = "rule_transpose"
+    RULES[ir.CreateNdTDescOp] = "rule_create_nd_tdesc"
 
     def run(self, func: ir.FuncOp) -> ir.FuncOp:
-        uses = users(func)
-        self.folded: Set[Op] = {op for op in func.walk() if _foldable(op, uses)}
+        self.uses = users(func)
+        self.folded: Set[Op] = {op for op in func.walk() if _foldable(op, self.uses)}
+        self.split: Set[Op] = {op for op in func.walk() if _split(op, self.uses)}
+        self.transposed: Dict[Op, Value] = {}   # a split load -> its transposed twin
+        self.twins: Dict[Value, Value] = {v.operands[0]: None for v in self.split}   # descriptor -> its twin
         return super().run(func)
 
-    def rule_load_nd(self, op: ir.LoadNdOp):
-        if op not in self.folded:
-            return self.piecewise(op)
+    def rule_create_nd_tdesc(self, op: ir.CreateNdTDescOp):
+        out = self.piecewise(op)
+        if op.result in self.twins:
+            self.twins[op.result] = self.b.insert(op.clone_with([self.get(v) for v in op.operands],
+                                                                [op.result.type], dict(op.attrs))).result
+        return out
+
+    def _transposed_load(self, op: ir.LoadNdOp, desc: Value = None) -> Value:
         rows, cols = op.result.type.shape
         attrs = dict(op.attrs, transpose=(1, 0))
-        new = self.b.insert(op.clone_with([self.get(v) for v in op.operands],
-                                          [VectorType((cols, rows), op.result.type.elem)], attrs))
-        return [[new.result]]   # (its one reader, the transpose, takes it as its own result)
+        operands = [self.get(v) for v in op.operands]
+        if desc is not None:
+            operands[0] = desc
+        return self.b.insert(op.clone_with(operands, [VectorType((cols, rows), op.result.type.elem)], attrs)).result
+
+    def rule_load_nd(self, op: ir.LoadNdOp):
+        if op in self.split:
+            out = self.piecewise(op)
+            self.transposed[op] = self._transposed_load(op, self.twins[op.operands[0]])
+            return out
+        if op not in self.folded:
+            return self.piecewise(op)
+        return [[self._transposed_load(op)]]   # (its one reader, the transpose, takes it as its own result)
 
     def rule_transpose(self, op: ir.TransposeOp):
         src = op.operands[0]
         if src.op in self.folded:
             return [self.all(src)]
+        if src.op in self.split and _dot_transpose(op, self.uses):
+            return [[self.transposed[src.op]]]
         return self.piecewise(op)
 
 
