@@ -203,15 +203,19 @@ class Splitter(Rewriter):
                                          sc.index(idx), gk, pa, pb, pc) for idx in sc.indices()]]
         if lead:
             raise PassError(f"{self.NAME}: batched dpas pieces must hold one matrix of the batch, got {pa}", op)
-        out = []
-        for i, j in sc.indices():
+        # C's blocks row by row, or column by column when B has more blocks than A: then each column
+        # of B's blocks is used by every row of A's and dies, and A's fewer blocks stay live (a
+        # subgroup that holds all of B, as attention's whole-row grids give, keeps one column of it)
+        order = sorted(sc.indices(), key=lambda ij: (ij[1], ij[0])) if gn > gm else list(sc.indices())
+        out = {}
+        for i, j in order:
             acc = cp[sc.index((i, j))] if cp is not None else None
             for k in range(gk):
                 new = self.b.create(ir.DpasOp, ap[sa.index((i, k))], bp[sb.index((k, j))], acc, sc.piece_type)
                 new.attrs.update(op.attrs)
                 acc = new.result
-            out.append(acc)
-        return [out]
+            out[i, j] = acc
+        return [[out[ij] for ij in sc.indices()]]
 
     def _batched_piece(self, op, cp, a_at, b_at, ci, gk, pa, pb, pc) -> Value:
         """One batch matrix: shape_cast the unit batch dimension away, chain 2-D DPAS over K, cast back."""
