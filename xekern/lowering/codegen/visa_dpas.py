@@ -115,10 +115,11 @@ def dpas_visa(cg: CodeGen, op: ir.DpasOp):
         return f"${first + len(args) - 1}"
     if isinstance(acc, Accumulator):
         dst = src0 = acc.name
+    elif acc is None:   # no accumulator: src0 is vISA's null register, read as zeros
+        cvec = pack(cg, [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape)), 1, 32, as_float=True)
+        dst, src0 = "$0", "%null"
     else:
-        c = cg.slots(op.operands[2]) if acc is not None else \
-            [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
-        cvec = pack(cg, c, 1, 32, as_float=True)
+        cvec = pack(cg, cg.slots(op.operands[2]), 1, 32, as_float=True)
         dst, src0 = "$0", name(cvec)
     b_name, a_name = name(bvec), name(avec)
     # vISA wants A (src2) typed unsigned: an alias of it, scoped to this statement
