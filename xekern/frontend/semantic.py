@@ -244,8 +244,10 @@ class ArithSemantic:
     # ---- types ----------------------------------------------------------------------------------
     @staticmethod
     def promote(a: DType, b: DType, div_or_mod: bool = False) -> DType:
-        """Triton's computation type of ``a <op> b``."""
-        if a == b and not (div_or_mod and a in (T.float16, T.bfloat16)):
+        """Triton's computation type of ``a <op> b``: f64, then f32; float16 with another narrow float
+        is float16, bfloat16 with fp8 float32, two fp8 formats float16 (``/`` and ``%`` of narrow
+        floats: float32)."""
+        if a == b and not (div_or_mod and a.computed_in_f32):
             return a
         if T.float64 in (a, b):
             return T.float64
@@ -254,9 +256,13 @@ class ArithSemantic:
         if a.is_floating or b.is_floating:
             fa = a if a.is_floating else b
             fb = b if b.is_floating else a
-            if fa.is_floating and fb.is_floating and fa != fb:
+            if div_or_mod:
                 return T.float32
-            return T.float32 if div_or_mod else fa
+            if fa.is_floating and fb.is_floating and fa != fb:
+                if T.float16 in (fa, fb):
+                    return T.float16
+                return T.float32 if T.bfloat16 in (fa, fb) else T.float16
+            return fa
         if a.is_bool and b.is_bool:
             return T.int1
         if a.is_bool:

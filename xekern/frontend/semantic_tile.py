@@ -646,6 +646,12 @@ class TileSemantic:
                                 f"({self.options.target.name}); make the tile at least {sg} wide and mask the extra "
                                 f"columns, or write a matrix-vector product as xl.sum(a * x[None, :], axis=1)")
         ea, eb = a.dtype, b.dtype
+        if ea.is_fp8 or eb.is_fp8:
+            # no fp8 DPAS on these GPUs: both formats widen to f16 exactly, and f16 DPAS multiplies
+            if not {ea, eb} <= {T.float8e5, T.float8e4nv, T.float16}:
+                raise SemanticError(f"dot of {ea.user_name} and {eb.user_name}: an fp8 operand goes with fp8 "
+                                    f"or float16")
+            return self.dot(self.cast(a, T.float16), self.cast(b, T.float16), acc, out_dtype, input_precision)
         if ea != eb and not ({ea, eb} <= {T.int8, T.uint8}):
             raise SemanticError(f"dot operands must share a dtype, got {ea.user_name} and {eb.user_name}")
         if ea not in self._DOT_ACC:

@@ -30,20 +30,29 @@ def npdt(t: DType) -> np.dtype:
 # ---- floats ------------------------------------------------------------------------------------
 
 def widen(x, t: DType) -> np.ndarray:
-    """A float value in the type the device computes it in (f32 for f16 and bf16)."""
+    """A float value in the type the device computes it in (f32 for fp8, f16 and bf16)."""
     a = np.asarray(x)
-    return a.astype(F32) if t.bits == 16 else a
+    return a.astype(F32) if t.bits < 32 else a
+
+
+# largest finite fp8 values: conversions saturate to them (Triton's cvt.rn.satfinite)
+FP8_MAX = {"f8E5M2": 57344.0, "f8E4M3FN": 448.0}
 
 
 def narrow(x, t: DType) -> np.ndarray:
-    """Round a computed float back to ``t`` (nearest even, like the device)."""
-    return np.asarray(x).astype(npdt(t))
+    """Round a computed float back to ``t`` (nearest even, like the device; fp8 saturates)."""
+    a = np.asarray(x)
+    if t.is_fp8:
+        top = FP8_MAX[t.name]
+        a = np.where(np.isnan(a), a, np.clip(a, -top, top))
+    return a.astype(npdt(t))
 
 
 def float_const(value: float, t: DType):
-    """A float constant as the device materializes it: bf16 through f32 (``f32_to_bf16_bits``)."""
-    if t.name == "bf16":
-        return np.asarray(np.float32(value)).astype(npdt(t))
+    """A float constant as the device materializes it: bf16 and fp8 through f32 (``f32_to_bf16_bits``,
+    ``fp8_bits``)."""
+    if t.name == "bf16" or t.is_fp8:
+        return narrow(np.float32(value), t)
     return np.asarray(value, dtype=npdt(t))
 
 

@@ -141,18 +141,20 @@ def _select(ctx, op, args):
 
 
 def cast(kind: str, x, src: DType, dst: DType):
-    """One ``arith`` cast as the device does it (16-bit floats go through f32)."""
+    """One ``arith`` cast as the device does it (fp8 and 16-bit floats go through f32; fp8 saturates)."""
     if kind == "bitcast":
         return np.asarray(x).view(N.npdt(dst))
     if kind in ("extf", "truncf"):
         v = np.asarray(x)
-        if dst.bits == 16 and v.dtype.itemsize == 8:
-            v = v.astype(np.float32)  # the device rounds f64 -> f16/bf16 through f32
-        return v.astype(N.npdt(dst))
+        if src.is_fp8:
+            v = v.astype(np.float32)
+        if dst.computed_in_f32 and v.dtype.itemsize == 8:
+            v = v.astype(np.float32)  # the device rounds f64 -> fp8/f16/bf16 through f32
+        return N.narrow(v, dst)
     if kind in ("sitofp", "uitofp"):
         v = N.as_signed(x, src) if kind == "sitofp" else N.as_unsigned(x, src)
-        f = v.astype(np.float32 if dst.bits == 16 else N.npdt(dst))
-        return f.astype(N.npdt(dst))
+        f = v.astype(np.float32 if dst.computed_in_f32 else N.npdt(dst))
+        return N.narrow(f, dst)
     if kind in ("fptosi", "fptoui"):  # out of range is poison on the device; NumPy's C cast here
         v = N.widen(x, src)
         if dst.is_bool:

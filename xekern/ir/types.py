@@ -24,7 +24,7 @@ class Type:
 class DType(Type):
     """A scalar element type. ``kind`` is one of ``bool``, ``int``, ``uint``, ``float``."""
 
-    name: str          # IR spelling: i1, i8, ..., ui8, f16, bf16, f32, f64
+    name: str          # IR spelling: i1, i8, ..., ui8, f8E5M2, f8E4M3FN, f16, bf16, f32, f64
     bits: int
     kind: str
     user_name: str     # the name users write: int1, int8, ..., bfloat16, float32
@@ -59,16 +59,27 @@ class DType(Type):
         return max(1, self.bits // 8)
 
     @property
+    def is_fp8(self) -> bool:
+        return self.is_floating and self.bits == 8
+
+    @property
+    def computed_in_f32(self) -> bool:
+        """A float narrower than f32: carried in its own bits, computed in f32 and rounded back."""
+        return self.is_floating and self.bits < 32
+
+    @property
     def np_dtype(self) -> np.dtype:
-        if self.name == "bf16":
+        if self.name in _ML_DTYPES:
             import ml_dtypes
-            return np.dtype(ml_dtypes.bfloat16)
+            return np.dtype(getattr(ml_dtypes, _ML_DTYPES[self.name]))
         return np.dtype(_NP_NAMES[self.name])
 
 
 _NP_NAMES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
              "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
              "f16": "float16", "f32": "float32", "f64": "float64"}
+# NumPy has no bfloat16 or fp8: the ml_dtypes package's types (the same bits) stand for them
+_ML_DTYPES = {"bf16": "bfloat16", "f8E5M2": "float8_e5m2", "f8E4M3FN": "float8_e4m3fn"}
 
 int1 = DType("i1", 1, "bool", "int1")
 int8 = DType("i8", 8, "int", "int8")
@@ -83,9 +94,14 @@ float16 = DType("f16", 16, "float", "float16")
 bfloat16 = DType("bf16", 16, "float", "bfloat16")
 float32 = DType("f32", 32, "float", "float32")
 float64 = DType("f64", 64, "float", "float64")
+# fp8 (OCP): e5m2 (bias 15, inf and NaN) and e4m3fn (bias 7, no inf, NaN 0x7f): storage types,
+# computed in f32; a conversion to them rounds to nearest even and saturates to the largest finite
+# value (Triton's cvt.rn.satfinite)
+float8e5 = DType("f8E5M2", 8, "float", "float8e5")
+float8e4nv = DType("f8E4M3FN", 8, "float", "float8e4nv")
 
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64)
+              float8e5, float8e4nv, float16, bfloat16, float32, float64)
 BY_NAME = {d.name: d for d in ALL_DTYPES}
 BY_USER_NAME = {d.user_name: d for d in ALL_DTYPES}
 
@@ -101,11 +117,12 @@ def dtype_from_numpy(npdt) -> Optional[DType]:
         pass
     dt = np.dtype(npdt)
     out = None
-    if dt.name == "bfloat16":
-        out = bfloat16
+    by_ml = {v: BY_NAME[k] for k, v in _ML_DTYPES.items()}
+    if dt.name in by_ml:
+        out = by_ml[dt.name]
     else:
         for d in ALL_DTYPES:
-            if d.name != "bf16" and np.dtype(_NP_NAMES[d.name]) == dt:
+            if d.name not in _ML_DTYPES and np.dtype(_NP_NAMES[d.name]) == dt:
                 out = d
                 break
     try:

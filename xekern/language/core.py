@@ -14,11 +14,10 @@ from enum import IntEnum
 from typing import Tuple
 
 from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
-                        float16, float32, float64, int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                        uint64)
+                        float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64, uint8,
+                        uint16, uint32, uint64)
 
 dtype = DType
-float8 = None  # not supported: no fp8 DPAS on the targets xekern knows
 
 class PropagateNan(IntEnum):
     """Triton's ``tl.PropagateNan`` for ``xl.maximum`` / ``xl.minimum`` / ``xl.clamp``: ``ALL`` makes a
@@ -281,6 +280,28 @@ class tensor_descriptor(handle_value):
         return _sem.advance_nd(self, deltas)
 
 
+class block_pointer(tensor_descriptor):
+    """Triton's block pointer (``xl.make_block_ptr``): a tensor descriptor with its current block's
+    offsets. ``xl.load(p, boundary_check=...)``, ``xl.store(p, v)``, ``xl.advance(p, deltas)``. One
+    whose contiguous dimension is the first (``strides[0] == 1``, a transposed 2-D view) is kept as
+    a descriptor of the stored matrix whose blocks are loaded transposed (``transposed``)."""
+
+    def __init__(self, handle, options=None, dims=None, transposed=False):
+        super().__init__(handle, options, dims)
+        self.transposed = transposed
+
+    @property
+    def block_shape(self):
+        shape = self.type.value_shape
+        return tuple(shape[::-1]) if self.transposed else tuple(shape)
+
+    def rebuild(self, handles):
+        return block_pointer(handles[0], self.options, self._dims, self.transposed)
+
+    def __repr__(self) -> str:
+        return f"block_pointer<{self.type}{', transposed' if self.transposed else ''}>"
+
+
 class scatter_descriptor(handle_value):
     """Per-element addresses ``base + offsets`` (``xegpu.create_tdesc``), each covering
     ``chunk_size`` consecutive elements. ``d.load(mask)`` gives a tile of shape
@@ -377,4 +398,4 @@ class nbarrier(handle_value):
 __all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "scatter_descriptor", "mem_desc",
            "nbarrier", "private_array",
            "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "bfloat16", "float32", "float64", "ALL_DTYPES"]
+           "float8e5", "float8e4nv", "float16", "bfloat16", "float32", "float64", "ALL_DTYPES", "block_pointer"]

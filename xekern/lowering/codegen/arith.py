@@ -10,8 +10,8 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import DType
 from ..rewrite import PassError
-from .core import CodeGen, ll_type
-from .ocl import F16, F32, F64, I16, I32, mangle_scalar
+from .core import FP8, CodeGen, ll_type
+from .ocl import F16, F32, F64, I8, I16, I32, mangle_scalar
 
 # ---- 16-bit floats are computed in f32 ------------------------------------------------------------
 
@@ -34,8 +34,50 @@ def f32_to_bf16(cg: CodeGen, v):
     return b.trunc(out, I16)
 
 
+def fp8_to_f32(cg: CodeGen, v, t: DType):
+    """An fp8 byte as f32, exactly. e5m2 is the upper byte of an f16; e4m3fn is rebuilt from its
+    fields (subnormals as m * 2^-9, 0x7f/0xff NaN)."""
+    b = cg.b
+    c = lambda n: ll.Constant(I32, n)  # noqa: E731
+    if t.name == "f8E5M2":
+        return b.fpext(b.bitcast(b.shl(b.zext(v, I16), ll.Constant(I16, 8)), F16), F32)
+    mbits, bias, _ = FP8[t.name]
+    x = b.zext(v, I32)
+    sign = b.shl(b.and_(x, c(0x80)), c(24))
+    e = b.and_(b.lshr(x, c(mbits)), c(0xF))
+    m = b.and_(x, c((1 << mbits) - 1))
+    normal = b.or_(sign, b.or_(b.shl(b.add(e, c(127 - bias)), c(23)), b.shl(m, c(23 - mbits))))
+    tiny = b.or_(sign, b.bitcast(b.fmul(b.uitofp(m, F32), ll.Constant(F32, 2.0 ** (1 - bias - mbits))), I32))
+    bits = b.select(b.icmp_unsigned("==", e, c(0)), tiny, normal)
+    nan = b.icmp_unsigned("==", b.and_(x, c(0x7F)), c(0x7F))
+    return b.bitcast(b.select(nan, b.or_(sign, c(0x7FC00000)), bits), F32)
+
+
+def f32_to_fp8(cg: CodeGen, v, t: DType):
+    """f32 to fp8: nearest even, saturated to the largest finite value, NaN 0x7f (Triton's
+    cvt.rn.satfinite; ``core.fp8_bits`` is the same in Python). Below the smallest normal the
+    result is a count of subnormal steps, ``rint(|x| * 2^(bias - 1 + m))``."""
+    b = cg.b
+    c = lambda n: ll.Constant(I32, n)  # noqa: E731
+    mbits, bias, top = FP8[t.name]
+    bits = b.bitcast(v, I32)
+    sign = b.and_(b.lshr(bits, c(24)), c(0x80))
+    a = b.and_(bits, c(0x7FFFFFFF))
+    sh = 23 - mbits
+    r = b.add(a, b.add(b.and_(b.lshr(a, c(sh)), c(1)), c((1 << (sh - 1)) - 1)))
+    normal = b.sub(b.lshr(r, c(sh)), c((127 - bias) << mbits))
+    normal = b.select(b.icmp_signed(">", normal, c(top)), c(top), normal)
+    scaled = b.fmul(cg.ocl.intrinsic(b, "llvm.fabs.f32", F32, [v]), ll.Constant(F32, 2.0 ** (bias - 1 + mbits)))
+    tiny = b.fptoui(cg.ocl.intrinsic(b, "llvm.rint.f32", F32, [scaled]), I32)
+    byte = b.select(b.icmp_unsigned("<", a, c((127 - bias + 1) << 23)), tiny, normal)
+    byte = b.select(b.fcmp_unordered("uno", v, v), c(0x7F), byte)
+    return b.trunc(b.or_(byte, sign), I8)
+
+
 def widen(cg: CodeGen, v, t: DType):
-    """A float value in the type arithmetic runs in (f32 for f16/bf16)."""
+    """A float value in the type arithmetic runs in (f32 for fp8, f16 and bf16)."""
+    if t.is_fp8:
+        return fp8_to_f32(cg, v, t)
     if t.name == "bf16":
         return bf16_to_f32(cg, v)
     if t.name == "f16":
@@ -44,6 +86,8 @@ def widen(cg: CodeGen, v, t: DType):
 
 
 def narrow(cg: CodeGen, v, t: DType):
+    if t.is_fp8:
+        return f32_to_fp8(cg, v, t)
     if t.name == "bf16":
         return f32_to_bf16(cg, v)
     if t.name == "f16":
@@ -183,15 +227,15 @@ def castop(cg: CodeGen, kind: str, x, src: DType, dst: DType):
         return x if x.type == dt else b.bitcast(x, dt)
     if kind in ("extf", "truncf"):
         v = widen(cg, x, src)
-        if dst.name in ("bf16", "f16") and v.type == F64:
+        if dst.computed_in_f32 and v.type == F64:
             v = b.fptrunc(v, F32)
-        if dst.name in ("bf16", "f16"):
+        if dst.computed_in_f32:
             return narrow(cg, v, dst)
         if v.type == dt:
             return v
         return b.fpext(v, dt) if dst.bits > 32 or v.type == F16 else b.fptrunc(v, dt)
     if kind in ("sitofp", "uitofp"):
-        ft = F32 if dst.name in ("bf16", "f16") else dt
+        ft = F32 if dst.computed_in_f32 else dt
         v = b.sitofp(x, ft) if kind == "sitofp" else b.uitofp(x, ft)
         return narrow(cg, v, dst)
     if kind in ("fptosi", "fptoui"):

@@ -53,12 +53,12 @@ def rules_of(emitter) -> Dict[type, Callable]:
 
 
 def ll_type(t) -> ll.Type:
-    """The LLVM type of a scalar dtype in registers (bf16 is carried as i16)."""
+    """The LLVM type of a scalar dtype in registers (bf16 is carried as i16, fp8 as i8)."""
     if isinstance(t, PointerType):
         return ll.PointerType(addrspace=LOCAL if t.space == "slm" else GLOBAL)
     if isinstance(t, DType):
         if t.is_floating:
-            return {16: I16 if t.name == "bf16" else F16, 32: F32, 64: F64}[t.bits]
+            return {8: I8, 16: I16 if t.name == "bf16" else F16, 32: F32, 64: F64}[t.bits]
         return ll.IntType(t.bits)
     raise TypeError(f"no LLVM scalar type for {t}")
 
@@ -282,6 +282,8 @@ class CodeGen:
         lt = ll_type(t)
         if t.name == "bf16":
             return ll.Constant(I16, f32_to_bf16_bits(float(value)))
+        if t.is_fp8:
+            return ll.Constant(I8, fp8_bits(float(value), t))
         if t.is_floating:
             return ll.Constant(lt, float(value))
         if t.is_bool:
@@ -415,6 +417,29 @@ def f32_to_bf16_bits(x: float) -> int:
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
     rounding = ((bits >> 16) & 1) + 0x7FFF
     return ((bits + rounding) >> 16) & 0xFFFF
+
+
+# fp8 formats: (mantissa bits, exponent bias, largest finite byte)
+FP8 = {"f8E5M2": (2, 15, 0x7B), "f8E4M3FN": (3, 7, 0x7E)}
+
+
+def fp8_bits(x: float, t: DType) -> int:
+    """The fp8 byte of ``x``: nearest even, saturated to the largest finite value, NaN 0x7f (with
+    the sign); what ``arith.f32_to_fp8`` computes on the device."""
+    import math
+    import struct
+    mbits, bias, top = FP8[t.name]
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    sign = (bits >> 24) & 0x80
+    if math.isnan(x):
+        return sign | 0x7F
+    a = bits & 0x7FFFFFFF
+    if a < (127 - bias + 1) << 23:   # below the smallest normal: a multiple of the subnormal step
+        q = round(abs(struct.unpack("<f", struct.pack("<I", a))[0]) * 2.0 ** (bias - 1 + mbits))  # (to even)
+        return sign | q
+    sh = 23 - mbits
+    r = a + (1 << (sh - 1)) - 1 + ((a >> sh) & 1)
+    return sign | min((r >> sh) - ((127 - bias) << mbits), top)
 
 
 def generate(func: ir.FuncOp, options) -> "CodeGen":

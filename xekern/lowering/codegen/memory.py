@@ -23,7 +23,7 @@ def store_elem(cg: CodeGen, v, ptr, t: DType):
 
 
 def zero(t: DType):
-    if t.is_floating and t.name != "bf16":
+    if t.is_floating and t.name != "bf16" and not t.is_fp8:
         return ll.Constant(ll_type(t), 0.0)
     return ll.Constant(ll_type(t), 0)
 

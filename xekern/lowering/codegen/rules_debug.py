@@ -46,8 +46,9 @@ def _printf(cg: CodeGen, fmt: str, args) -> None:
 def _conv(cg: CodeGen, t: DType, v, hex: bool = False):
     """(printf conversion, LLVM argument) for one value of dtype ``t``."""
     if t.is_floating:
-        if t.name == "bf16":
-            v = cg.b.bitcast(cg.b.shl(cg.b.zext(v, I32), ll.Constant(I32, 16)), ll.FloatType())
+        if t.name == "bf16" or t.is_fp8:
+            from .arith import widen
+            v = widen(cg, v, t)
         return "%f", cg.b.fpext(v, F64) if v.type != F64 else v
     signed = t.is_signed and not t.is_bool
     if t.bits == 64:
