@@ -7,7 +7,7 @@ from typing import Optional
 from .. import ir
 from ..ir import types as T
 from ..ir.types import DType, MemDescType, PointerType, TensorDescType, VectorType
-from ..language.core import (mem_desc, nbarrier, pointer_tile, scatter_descriptor, tensor, tensor_descriptor,
+from ..language.core import (block_pointer, mem_desc, nbarrier, pointer_tile, scatter_descriptor, tensor, tensor_descriptor,
                              unwrap)
 from .semantic import SemanticError
 
@@ -269,6 +269,66 @@ class MemorySemantic:
 
     def advance_nd(self, d: tensor_descriptor, deltas):
         return d.rebuild([self.b(ir.UpdateNdOffsetOp, d.handle, self._offsets(d, deltas))])
+
+    # ---- block pointers (Triton's make_block_ptr, as tensor descriptors) -----------------------------
+    def make_block_ptr(self, base, shape, strides, offsets, block_shape, order) -> block_pointer:
+        block = self.check_shape(unwrap(block_shape), "block")
+        rank = len(block)
+        lists = {"shape": unwrap(shape), "strides": unwrap(strides), "offsets": unwrap(offsets), "order": unwrap(order)}
+        for name, v in lists.items():
+            if not isinstance(v, (tuple, list)) or len(v) != rank:
+                raise SemanticError(f"make_block_ptr: {name} needs {rank} values (block_shape has {rank})")
+        if sorted(unwrap(o) for o in lists["order"]) != list(range(rank)):
+            raise SemanticError(f"make_block_ptr: order {list(unwrap(o) for o in lists['order'])} is not a "
+                                f"permutation of {list(range(rank))}")
+        unit = [unwrap(s) == 1 for s in lists["strides"]]
+        if unit[-1]:
+            flip = False
+        elif rank == 2 and unit[0]:
+            flip = True   # the first dimension is contiguous: a transposed view of a row-major matrix
+        else:
+            raise SemanticError("make_block_ptr: the contiguous dimension's stride must be 1 (a literal, or an "
+                                "integer argument equal to 1, which launches specialize); xekern block pointers "
+                                "are 2-D block messages over rows of contiguous elements")
+        rev = (lambda v: tuple(v)[::-1]) if flip else tuple  # noqa: E731
+        d = self.make_tensor_descriptor(base, rev(lists["shape"]), rev(lists["strides"]), rev(block))
+        d = self.advance_nd(d, rev(lists["offsets"]))
+        return block_pointer(d.handle, d.options, d._dims, transposed=flip)
+
+    def _block_ptr_checks(self, p: block_pointer, mask, boundary_check, what: str):
+        if mask is not None:
+            raise SemanticError(f"{what} through a block pointer takes boundary_check, not a mask")
+        dims = unwrap(boundary_check)
+        dims = tuple(unwrap(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+        rank = len(p.block_shape)
+        if any(not isinstance(d, int) or not 0 <= d < rank for d in dims):
+            raise SemanticError(f"{what}: boundary_check {list(dims)} names dimensions outside 0..{rank - 1}")
+
+    def load_block_ptr(self, p: block_pointer, mask, other, boundary_check, padding_option, hints=None):
+        self._block_ptr_checks(p, mask, boundary_check, "xl.load")
+        if other is not None:
+            raise SemanticError("xl.load through a block pointer takes padding_option, not other")
+        if padding_option not in ("", "zero", None):
+            raise SemanticError(f"padding_option {padding_option!r}: block pointers pad with zero (they are "
+                                f"tensor descriptors)")
+        return self.load_nd(p, None, transpose=p.transposed, hints=hints)
+
+    def store_block_ptr(self, p: block_pointer, value, mask, boundary_check, hints=None):
+        self._block_ptr_checks(p, mask, boundary_check, "xl.store")
+        v = self.to_tensor(value, p.dtype)
+        if p.transposed and v.is_tile:
+            if tuple(v.shape) != p.block_shape:
+                raise SemanticError(f"storing a tile of shape {list(v.shape)} through a block pointer with block "
+                                    f"{list(p.block_shape)}")
+            v = self.permute(v, (1, 0))
+        self.store_nd(p, None, v, hints=hints)
+
+    def advance_block_ptr(self, p: block_pointer, deltas):
+        deltas = unwrap(deltas)
+        if not isinstance(deltas, (tuple, list)) or len(deltas) != len(p.block_shape):
+            raise SemanticError(f"xl.advance of a {len(p.block_shape)}-D block pointer needs "
+                                f"{len(p.block_shape)} offsets")
+        return self.advance_nd(p, tuple(deltas)[::-1] if p.transposed else tuple(deltas))
 
     # ---- shared local memory ----------------------------------------------------------------------
     def alloc_slm(self, shape, dtype, block=None, strides=None) -> mem_desc:

@@ -6,7 +6,7 @@ They can only be called inside an ``@xk.jit`` function.
 from __future__ import annotations
 
 from ..ir.layout import Layout, SliceLayout
-from .core import builtin, float32, int32, uint32, unwrap
+from .core import block_pointer, builtin, float32, int32, uint32, unwrap
 
 
 class static_range:
@@ -478,16 +478,24 @@ def broadcast(a, b, _sem=None):
 # ---- memory through pointer tiles ------------------------------------------------------------
 
 @builtin
-def load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False, _sem=None):
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False, _sem=None):
     """Load a tile through a tile of pointers (``create_tdesc`` + ``load_gather``); elements where
-    ``mask`` is False read ``other`` (0 when not given). ``x = xl.load(x_ptr + offs, mask=offs < n)``"""
+    ``mask`` is False read ``other`` (0 when not given). ``x = xl.load(x_ptr + offs, mask=offs < n)``.
+    Through a block pointer (``xl.make_block_ptr``): its current block, as a descriptor load."""
+    if isinstance(unwrap(pointer), block_pointer):
+        return _sem.load_block_ptr(unwrap(pointer), mask, other, boundary_check, unwrap(padding_option),
+                                   hints=_sem.hints(cache_modifier))
     return _sem.load(pointer, mask, other, hints=_sem.hints(cache_modifier), volatile=unwrap(volatile))
 
 
 @builtin
-def store(pointer, value, mask=None, cache_modifier="", eviction_policy="", _sem=None):
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy="", _sem=None):
     """Store a tile through a tile of pointers (``store_scatter``); elements where ``mask`` is
-    False are not written. ``xl.store(out_ptr + offs, x + y, mask=offs < n)``"""
+    False are not written. ``xl.store(out_ptr + offs, x + y, mask=offs < n)``. Through a block
+    pointer: its current block, as a descriptor store."""
+    if isinstance(unwrap(pointer), block_pointer):
+        return _sem.store_block_ptr(unwrap(pointer), value, mask, boundary_check, hints=_sem.hints(cache_modifier))
     return _sem.store(pointer, value, mask, hints=_sem.hints(cache_modifier))
 
 
@@ -539,8 +547,24 @@ def make_tensor_descriptor(base, shape, strides, block_shape, layout=None, array
 
 @builtin
 def advance(desc, deltas, _sem=None):
-    """The descriptor moved by ``deltas`` elements (``update_nd_offset``)."""
+    """The descriptor (or block pointer) moved by ``deltas`` elements (``update_nd_offset``)."""
+    if isinstance(unwrap(desc), block_pointer):
+        return _sem.advance_block_ptr(unwrap(desc), deltas)
     return _sem.advance_nd(desc, deltas)
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order, _sem=None):
+    """Triton's block pointer: the ``block_shape`` block at ``offsets`` of the strided tensor
+    ``shape``/``strides`` at ``base``, moved with ``xl.advance`` and read and written with
+    ``xl.load``/``xl.store``. One dimension's stride must be 1 (a literal, or an integer argument
+    equal to 1: launches specialize those). It is a tensor descriptor (2-D block messages), so
+    loads pad out-of-bounds elements with zero and stores skip them whatever ``boundary_check``
+    says; ``order`` is checked, and the layout comes from xekern's passes.
+
+    ``k_ptr = xl.make_block_ptr(K, shape=(D, N), strides=(1, D), offsets=(0, 0), block_shape=(D, BN), order=(0, 1))``
+    """
+    return _sem.make_block_ptr(base, shape, strides, offsets, block_shape, order)
 
 
 @builtin
