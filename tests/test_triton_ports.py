@@ -254,6 +254,26 @@ def test_05_main():
     load_port("05_layer_norm").main()
 
 
+# ---- 06: fused attention (block pointers, an inlined helper with constexpr-annotated tensors) ----------
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_06_fused_attention_forward(rng, causal):
+    """The tutorial's block-pointer forward (K through a transposed view, order (0, 1)); N_CTX a
+    multiple of BLOCK_M, as the tutorial requires; outputs poisoned."""
+    m = load_port("06_fused_attention")
+    Z, H, N_CTX, D = 2, 1, 64, 64
+    q, k, v = ((rng.standard_normal((Z, H, N_CTX, D)) * 0.5).astype(np.float16) for _ in range(3))
+    sm_scale = 0.125
+    o, M = m.attention(q, k, v, causal, sm_scale)
+    ref = m.reference(q, k, v, causal, sm_scale)
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3)
+    s = np.einsum("zhmd,zhnd->zhmn", q.astype(np.float64), k.astype(np.float64)) * sm_scale
+    if causal:
+        s = np.where(np.tril(np.ones((N_CTX, N_CTX), bool)), s, -np.inf)
+    lse2 = np.log2(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1) / np.log(2)
+    np.testing.assert_allclose(M, lse2, atol=2e-3)
+
+
 # ---- gaps: one minimal repro each ---------------------------------------------------------------------
 
 @xk.jit

@@ -889,15 +889,9 @@ class CodeGenerator(ast.NodeVisitor):
         except TypeError as e:
             raise self.error(node, f"bad call to {jit.__name__}: {e}") from None
         bound.apply_defaults()
-        scope = {}
-        for name, v in bound.arguments.items():
-            p = sig.parameters[name]
-            if p.annotation is constexpr or p.annotation == "xl.constexpr" or \
-                    (isinstance(p.annotation, str) and p.annotation.endswith("constexpr")):
-                if isinstance(unwrap(v), base_value):
-                    raise self.error(node, f"argument '{name}' of {jit.__name__} is a constexpr parameter but "
-                                           f"got a runtime value")
-            scope[name] = unwrap(v)
+        # (a constexpr annotation on a helper's parameter takes runtime values too, as Triton's
+        # tutorial 06 passes offs_m and N_CTX: the helper is inlined either way)
+        scope = {name: unwrap(v) for name, v in bound.arguments.items()}
         gen = CodeGenerator(jit.source, self.sem, scope, chain, self.depth + 1)
         gen._stack = self._stack + (jit,)
         return gen.visit_function(jit.source.tree)
