@@ -181,7 +181,8 @@ def _record(jit, target: str, num_subgroups: int, **signature) -> Record:
 
 # helpers that examples' kernels call (inlined, so they are in their callers' IR)
 INLINED = {"gemm/gemm.py": {"gelu"}, "triton_ports/03_matrix_multiplication.py": {"leaky_relu"},
-           "triton_ports/03a_matrix_multiplication_descriptor.py": {"_compute_pid"}}
+           "triton_ports/03a_matrix_multiplication_descriptor.py": {"_compute_pid"},
+           "attention/attention.py": {"_fwd_blocks"}, "triton_ports/06_fused_attention.py": {"_attn_fwd_inner"}}
 
 
 def examples() -> Dict[str, List[Record]]:
@@ -219,6 +220,14 @@ def examples() -> Dict[str, List[Record]]:
     out["triton_ports/05_layer_norm.py"] = [
         _record(m._layer_norm_fwd_fused, t, 8, X=P(f16), Y=P(f16), W=P(f16), B=P(f16), Mean=P(f32), Rstd=P(f32),
                 stride=i32, N=i32, eps=f32, BLOCK_SIZE=8192) for t in ("cpu", "pvc")]
+    ONE = jitmod.ConstArg(1)   # (launches compile an int argument equal to 1 as the constant)
+    m = load_example("triton_ports/06_fused_attention.py")
+    out["triton_ports/06_fused_attention.py"] = [
+        _record(m._attn_fwd, t, 2, Q=P(f16), K=P(f16), V=P(f16), sm_scale=f32, M=P(f32), Out=P(f16),
+                **{f"stride_{x}{d}": i32 for x in "qkvo" for d in "zh"},
+                stride_qm=i32, stride_qk=ONE, stride_kn=i32, stride_kk=ONE, stride_vk=i32, stride_vn=ONE, stride_om=i32,
+                stride_on=ONE, Z=i32, H=i32, N_CTX=i32, HEAD_DIM=64, BLOCK_M=32, BLOCK_N=16, CAUSAL=causal)
+        for t in ("cpu", "pvc") for causal in (False, True)]
     m = load_example("gemm/gemm.py")
     report = load_example("gemm/isa_report.py")
     recs = []
@@ -231,4 +240,16 @@ def examples() -> Dict[str, List[Record]]:
                                k.get("K_UNROLL", 1))
         recs.append(_record(m.gemm_kernel, target, cfg.num_subgroups, **sig))
     out["gemm/gemm.py"] = recs
+    m = load_example("attention/attention.py")
+    report = load_example("attention/isa_report.py")
+    recs = []
+    for target, dt in (("pvc", xl.bfloat16), ("cpu", f32)):
+        for kernel in (m.attn_fwd, m.attn_bwd_dkdv, m.attn_bwd_dq):
+            cfg = m.configs_for(target, kernel.__name__)[0]
+            for causal in (False, True):
+                sig = report.signature(kernel, dt, 64, cfg.kwargs["BM"], cfg.kwargs["BN"], causal)
+                recs.append(_record(kernel, target, cfg.num_subgroups, **sig))
+        recs.append(_record(m.attn_bwd_preprocess, target, 4, O=P(dt), DO=P(dt), DELTA=P(f32), N_CTX=i32, D=64,
+                            BM=32))
+    out["attention/attention.py"] = recs
     return out
