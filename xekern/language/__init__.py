@@ -5,10 +5,11 @@ that kernels call (``xl.program_id``, ``xl.arange``, ``xl.load``, ``xl.dot``, ..
 docs/language.md for every function with an example.
 """
 from ..ir.layout import Layout, SliceLayout
-from . import math  # noqa: F401  (xl.math.exp2, ...)
+from . import extra, math  # noqa: F401  (xl.math.exp2, xl.extra.libdevice.exp, ...)
 from .builtins import *  # noqa: F401,F403
-from .random import (pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn,  # noqa: F401
-                     randn4x, uint_to_uniform_float)
+from .math import div_rn, fdiv, softmax, sqrt_rn, umulhi  # noqa: F401  (Triton exports them at top level too)
+from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x,  # noqa: F401
+                     randn, randn4x, uint_to_uniform_float)
 from .builtins import __dict__ as _b
 from .core import (ALL_DTYPES, MAX_LANE_NUMEL, MAX_TILE_NUMEL, PropagateNan, bfloat16, builtin, constexpr, dtype, float8e4nv, float8e5, float16, float32, float64, int1, int8,
                    int16, int32, int64, block_pointer, mem_desc, nbarrier, pointer_tile, private_array, scatter_descriptor, tensor,

@@ -672,3 +672,49 @@ def device_assert(cond, msg="", _sem=None):
     program id, the element index and ``msg``. OpenCL cannot stop a kernel: it runs on. Python's
     ``assert`` on a runtime value does the same. ``xl.device_assert(offs < n, "out of range")``"""
     return _sem.device_assert(cond, msg)
+
+
+# ---- Triton spellings of existing operations ---------------------------------------------------------
+
+@builtin
+def add(x, y, sanitize_overflow=True, _sem=None):
+    """``x + y`` (Triton's ``tl.add``; ``sanitize_overflow`` is accepted: integers wrap)."""
+    return _sem.binary("add", x, y)
+
+
+@builtin
+def sub(x, y, sanitize_overflow=True, _sem=None):
+    """``x - y`` (Triton's ``tl.sub``)."""
+    return _sem.binary("sub", x, y)
+
+
+@builtin
+def mul(x, y, sanitize_overflow=True, _sem=None):
+    """``x * y`` (Triton's ``tl.mul``)."""
+    return _sem.binary("mul", x, y)
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets, _sem=None):
+    """``desc.load(offsets)`` (Triton's functional spelling)."""
+    return _sem.load_nd(unwrap(desc), offsets)
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value, _sem=None):
+    """``desc.store(offsets, value)`` (Triton's functional spelling)."""
+    return _sem.store_nd(unwrap(desc), offsets, value)
+
+
+@builtin
+def view(x, *shape, _sem=None):
+    """Triton's deprecated ``tl.view``: ``xl.reshape`` (which keeps the order of the elements)."""
+    if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+        shape = tuple(unwrap(shape[0]))
+    return _sem.reshape(x, tuple(unwrap(s) for s in shape))
+
+
+@builtin
+def reduce_or(x, axis, keep_dims=False, _sem=None):
+    """The bitwise or of ``x`` along ``axis`` (Triton's ``tl.reduce_or``; integer tiles)."""
+    return _sem.reduce(x, unwrap(axis), "or", keep_dims=unwrap(keep_dims))

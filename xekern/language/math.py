@@ -9,7 +9,10 @@ the same objects here. Added:
 - ``pow(x, y)``: ``x ** y`` in floating point;
 - ``log1p(x)``, ``expm1(x)``: accurate near 0 (Kahan's forms, through ``log`` and ``exp``);
 - ``umulhi(x, y)``: the high half of the unsigned 2N-bit product of two N-bit integers;
-- ``softmax(x, ieee_rounding=False)``: ``exp(x - max) / sum`` along axis 0, as Triton's.
+- ``softmax(x, dim=None, keep_dims=False, ieee_rounding=False)``: ``exp(x - max) / sum``, as Triton's.
+
+Triton also exports ``div_rn``, ``fdiv``, ``sqrt_rn``, ``umulhi`` and ``softmax`` at top level: so
+does ``xl``. ``xl.extra.libdevice`` is this module (Triton's ``tl.extra.libdevice`` spelling).
 """
 from __future__ import annotations
 
@@ -73,8 +76,11 @@ def umulhi(x, y, _sem=None):
 
 
 @builtin
-def softmax(x, ieee_rounding=False, _sem=None):
-    """``exp(x - max(x, 0)) / sum(..., 0)``: Triton's ``tl.softmax``, along axis 0."""
-    z = _sem.binary("sub", x, _sem.reduce(x, 0, "max", keep_dims=True))
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False, _sem=None):
+    """``exp(x - max(x, dim)) / sum(..., dim)``: Triton's ``tl.softmax`` (``dim`` None is 0; the
+    reductions keep their dimension only with ``keep_dims``, so a 2-D tile broadcasts back along
+    axis 0 only, as in Triton)."""
+    d = 0 if dim is None else dim
+    z = _sem.binary("sub", x, _sem.reduce(x, d, "max", keep_dims=bool(keep_dims)))
     num = _sem.math("exp", z)
-    return _sem.binary("truediv", num, _sem.reduce(num, 0, "sum", keep_dims=True))
+    return _sem.binary("truediv", num, _sem.reduce(num, d, "sum", keep_dims=bool(keep_dims)))

@@ -37,6 +37,13 @@ def _philox(_sem, seed, c0, c1, c2, c3, n_rounds):
     s = _sem.cast(s, T.uint64)
     k0 = _sem.cast(_sem.binary("and", s, 0xFFFFFFFF), T.uint32)
     k1 = _sem.cast(_sem.binary("and", _sem.binary("rshift", s, 32), 0xFFFFFFFF), T.uint32)
+    return _philox_rounds(_sem, c0, c1, c2, c3, k0, k1, n_rounds)
+
+
+def _philox_rounds(_sem, c0, c1, c2, c3, k0, k1, n_rounds):
+    """``n_rounds`` rounds of Philox-4x32 on the counters ``c0..c3`` with the key ``(k0, k1)``."""
+    k0, k1 = (_sem.cast(_sem.to_tensor(k), T.uint32, bitcast=_sem.to_tensor(k).dtype.bits == 32)
+              for k in (k0, k1))
     cs = []
     for c in (c0, c1, c2, c3):
         c = _sem.to_tensor(c)
@@ -52,6 +59,13 @@ def _philox(_sem, seed, c0, c1, c2, c3, n_rounds):
         c0, c1, c2, c3 = xor(xor(hi_b, c1), k0), lo_b, xor(xor(hi_a, c3), k1), lo_a
         k0, k1 = _sem.binary("add", k0, _KEY_A), _sem.binary("add", k1, _KEY_B)
     return c0, c1, c2, c3
+
+
+@builtin
+def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds=N_ROUNDS_DEFAULT, _sem=None):
+    """Philox-4x32 rounds on the counters ``c0..c3`` with the key ``(k0, k1)`` (32-bit integers):
+    Triton's ``tl.philox_impl``."""
+    return _philox_rounds(_sem, c0, c1, c2, c3, k0, k1, n_rounds)
 
 
 @builtin
