@@ -1,0 +1,137 @@
+"""``xekern.language`` against ``triton.language``: every public name of Triton's (the ``__all__`` of
+``triton/language/__init__.py``, Triton 3.5), whether ``xl`` has it, and why not or how it differs.
+
+Whether a name is there is read from ``xl`` itself; the reasons are the notes below. The table in
+docs/coming_from_triton.md is this module's output (between its markers), and
+tests/test_parity.py checks that the page is current, that every missing name has a reason, that
+no note calls a name missing that ``xl`` has, and that the docs' "not there" lists agree::
+
+    python -m xekern.tools.triton_parity            # print the table
+    python -m xekern.tools.triton_parity --write    # rewrite it in docs/coming_from_triton.md
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Tuple
+
+TRITON_NAMES = (
+    "PropagateNan", "TRITON_MAX_TENSOR_NUMEL", "load_tensor_descriptor", "store_tensor_descriptor",
+    "make_tensor_descriptor", "tensor_descriptor", "abs", "add", "advance", "arange", "argmax", "argmin",
+    "associative_scan", "assume", "async_task", "atomic_add", "atomic_and", "atomic_cas", "atomic_max",
+    "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "bfloat16", "bitonic_merge", "block_type",
+    "broadcast", "broadcast_to", "cat", "cast", "cdiv", "ceil", "clamp", "condition", "const", "constexpr",
+    "constexpr_type", "cos", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "div_rn",
+    "dot", "dot_scaled", "dtype", "erf", "exp", "exp2", "expand_dims", "extra", "fdiv", "flip", "float16",
+    "float32", "float64", "float8e4b15", "float8e4nv", "float8e4b8", "float8e5", "float8e5b16", "floor", "fma",
+    "full", "gather", "histogram", "inline_asm_elementwise", "interleave", "int1", "int16", "int32", "int64",
+    "int8", "join", "load", "log", "log2", "make_block_ptr", "map_elementwise", "math", "max", "max_constancy",
+    "max_contiguous", "maximum", "min", "minimum", "multiple_of", "num_programs", "pair_uniform_to_normal",
+    "permute", "philox", "philox_impl", "pi32_t", "pointer_type", "program_id", "rand", "rand4x", "randint",
+    "randint4x", "randn", "randn4x", "range", "ravel", "reduce", "reduce_or", "reshape", "rsqrt", "slice",
+    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "static_assert", "static_print",
+    "static_range", "store", "sum", "swizzle2d", "target_info", "tensor", "topk", "trans", "tuple", "uint16",
+    "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi", "view", "void", "where", "xor_sum",
+    "zeros", "zeros_like",
+)
+
+# names xl does not have, and why
+MISSING = {
+    "async_task": "warp specialization (NVIDIA); xekern's subgroups all run the same program",
+    "bitonic_merge": "a step of Triton's sort, exported by accident of its module; `xl.sort` is there",
+    "block_type": "Triton's type-system class; a tile's type is `x.type` (an IR `VectorType`)",
+    "condition": "Triton's `tl.condition(...)` loop-condition hint for warp specialization",
+    "const": "read-only pointer annotation; stores through any pointer are allowed",
+    "constexpr_type": "Triton's type of a constexpr; constexprs are plain Python values here",
+    "dot_scaled": "microscaling (mx) formats: no matrix engine for them on these GPUs",
+    "float8e4b15": "an fp8 format of Triton's own (bias 15); `float8e4nv` and `float8e5` are there",
+    "float8e4b8": "AMD's fnuz fp8; `float8e4nv` and `float8e5` are there",
+    "float8e5b16": "AMD's fnuz fp8; `float8e4nv` and `float8e5` are there",
+    "inline_asm_elementwise": "PTX / AMDGPU assembly strings mean nothing to IGC; vISA inline assembly is "
+                              "internal (the visa emitter)",
+    "map_elementwise": "elementwise maps of an `@jit` function over tiles: call the function on the tiles",
+    "pi32_t": "Triton's `pointer_type(int32)` constant; pointer types are not values here",
+    "pointer_type": "pointer casts (`p.to(tl.pointer_type(...))`) are not there",
+    "ravel": "merging dimensions needs a general reshape, which is not there (see `reshape`)",
+    "slice": "Triton's slice type object",
+    "target_info": "`xk.target_for(device)` and `xk.device_properties()` say what the target is",
+    "tuple": "Triton's tuple type (tuple kernel arguments are not there)",
+    "void": "Triton's void dtype",
+}
+
+# names xl has, with a difference worth knowing
+DIFFERENT = {
+    "associative_scan": "one tile at a time (no tuples of tiles); through SLM, `log2 n` steps",
+    "reduce": "one tile at a time (no tuples of tiles)",
+    "reshape": "adds or removes size-1 dimensions, or splits the last one in two; other shapes are an error",
+    "view": "as `reshape`",
+    "make_block_ptr": "a tensor descriptor: one stride must be 1; always bounds-checked; `padding_option='nan'` "
+                      "refused",
+    "dot": "operands bf16, f16, tf32 (f32), int8, uint8, fp8 (multiplied as f16); `input_precision` 'tf32' or "
+           "'ieee'; N at least the subgroup width",
+    "float8e5": "storage type, computed in f32; conversions saturate (Triton's satfinite)",
+    "float8e4nv": "storage type, computed in f32; conversions saturate (Triton's satfinite)",
+    "rand": "32-bit offsets (64-bit ones are refused)",
+    "randn": "32-bit offsets (64-bit ones are refused)",
+    "randint": "32-bit offsets (64-bit ones are refused)",
+    "load": "`eviction_policy` accepted and ignored; `volatile` honoured",
+    "extra": "`xl.extra.libdevice` is `xl.math`",
+    "sort": "a bitonic sort through SLM (Triton sorts in registers and warp shuffles)",
+}
+
+BEGIN = "<!-- triton-parity: generated by `python -m xekern.tools.triton_parity --write`; do not edit -->"
+END = "<!-- triton-parity: end -->"
+DOC = os.path.join("docs", "coming_from_triton.md")
+
+
+def rows() -> List[Tuple[str, str, str]]:
+    """(name, status, note) for every Triton name: status ``same``, ``different`` or ``missing``."""
+    import xekern.language as xl
+    out = []
+    for name in TRITON_NAMES:
+        if not hasattr(xl, name):
+            out.append((name, "missing", MISSING.get(name, "")))
+        elif name in DIFFERENT:
+            out.append((name, "different", DIFFERENT[name]))
+        else:
+            out.append((name, "same", ""))
+    return out
+
+
+def table() -> str:
+    """The markdown section: a summary line and one row per name."""
+    rs = rows()
+    n = {s: sum(1 for _, st, _ in rs if st == s) for s in ("same", "different", "missing")}
+    lines = [BEGIN, "",
+             f"Of Triton's {len(rs)} public `triton.language` names, `xekern.language` has {n['same']} as Triton "
+             f"has them, {n['different']} with a difference, and lacks {n['missing']}.", "",
+             "| `tl.` name | in `xl` | note |", "| --- | --- | --- |"]
+    for name, status, note in rs:
+        mark = {"same": "yes", "different": "yes, differs", "missing": "**no**"}[status]
+        lines.append(f"| `{name}` | {mark} | {note} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def doc_section(text: str) -> str:
+    """The generated section of a page's text (markers included), or '' when it has none."""
+    if BEGIN not in text or END not in text:
+        return ""
+    return text[text.index(BEGIN):text.index(END) + len(END)]
+
+
+def write(root: str) -> None:
+    path = os.path.join(root, DOC)
+    text = open(path).read()
+    old = doc_section(text)
+    if not old:
+        raise SystemExit(f"{path}: no section between the markers\n{BEGIN}\n{END}")
+    with open(path, "w") as f:
+        f.write(text.replace(old, table()))
+
+
+if __name__ == "__main__":
+    if "--write" in sys.argv[1:]:
+        write(os.getcwd())
+    else:
+        print(table())
