@@ -303,13 +303,15 @@ class ArithSemantic:
         return self.to_tensor(v)
 
     def cast(self, x, dtype, bitcast: bool = False) -> tensor:
-        """``x.to(dtype)``."""
+        """``x.to(dtype)``; a pointer (or tile of them) to an ``xl.pointer_type``."""
+        if isinstance(dtype, PointerType) or isinstance(unwrap(x), pointer_tile):
+            return self.pointer_cast(unwrap(x), dtype)
         x = self.to_tensor(x)
         if not isinstance(dtype, DType):
             raise SemanticError(f"to() needs an xl dtype such as xl.float32, got {dtype!r}")
         src = x.dtype
         if isinstance(src, PointerType):
-            raise SemanticError("pointers cannot be converted with to()")
+            raise SemanticError("a pointer converts only to another pointer type: p.to(xl.pointer_type(xl.uint8))")
         if src == dtype:
             return x
         if bitcast:
@@ -555,6 +557,28 @@ class ArithSemantic:
         if off.is_tile:
             return pointer_tile(a, off)
         return self.op(ir.AddPtrOp, a.handle, off.handle)
+
+    def pointer_cast(self, p, dtype):
+        """A pointer, or a tile of them, as pointers to ``dtype.elem`` (the same addresses). A tile's
+        offsets are in elements, so they scale by the ratio of the element sizes: a cast to an
+        element no wider (``float32`` to ``uint8``) always works; to a wider one, cast the base
+        pointer before adding the offsets."""
+        if not isinstance(dtype, PointerType):
+            raise SemanticError(f"a pointer converts only to another pointer type (xl.pointer_type(...)), got "
+                                f"{getattr(dtype, 'user_name', dtype)!r}")
+        if isinstance(p, pointer_tile):
+            old, new = p.dtype.elem.itemsize, dtype.elem.itemsize
+            if old % new:
+                raise SemanticError(f"casting a tile of {p.dtype.elem.user_name} pointers to {dtype.elem.user_name} "
+                                    f"pointers: its offsets count {old}-byte elements, which {new}-byte ones do not "
+                                    f"divide; cast the base pointer first, then add the offsets")
+            offs = p.offsets if old == new else self.binary("mul", p.offsets, old // new)
+            return pointer_tile(self.pointer_cast(p.base, dtype), offs)
+        if not self._is_ptr(p):
+            raise SemanticError(f"only pointers convert to a pointer type, got {p!r}")
+        if p.dtype == dtype:
+            return p
+        return self.op(ir.PtrCastOp, p.handle, dtype)
 
     def pointer_where(self, c: tensor, a, b):
         pa = a if isinstance(a, pointer_tile) else None

@@ -34,6 +34,26 @@ class Buffer:
         return f"{self.name} ({self.data.size} elements of {self.data.dtype})"
 
 
+class BufferView(Buffer):
+    """A pointer cast's view of another buffer's bytes as another element type; writes through it
+    mark the buffer it views dirty."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Buffer, dtype):
+        self.root = root
+        self.name = root.name
+        self.data = root.data.view(dtype)
+
+    @property
+    def dirty(self):
+        return self.root.dirty
+
+    @dirty.setter
+    def dirty(self, value):
+        self.root.dirty = value
+
+
 @dataclass(frozen=True)
 class Ptr:
     """A scalar pointer: ``buffer`` and an offset in elements."""
@@ -85,6 +105,18 @@ def check_bounds(ctx, op, buf: Buffer, idx: np.ndarray, active: np.ndarray, what
 
 
 # ---- pointers and scattered access ---------------------------------------------------------------
+
+@rule(ir.PtrCastOp)
+def _ptrcast(ctx, op, args):
+    p = args[0]
+    root = p.buffer.root if isinstance(p.buffer, BufferView) else p.buffer
+    dt = N.npdt(op.result.type.elem)
+    nbytes = p.offset * p.buffer.data.dtype.itemsize
+    if nbytes % dt.itemsize or root.data.nbytes % dt.itemsize:
+        raise ValueError(f"pointer cast of {root.describe()} at byte {nbytes} to {op.result.type}: the address "
+                         f"is not a multiple of the element size")
+    return [Ptr(BufferView(root, dt) if dt != root.data.dtype else root, nbytes // dt.itemsize)]
+
 
 @rule(ir.AddPtrOp)
 def _addptr(ctx, op, args):

@@ -491,6 +491,21 @@ class CompileHintOp(Op):
         super().__init__([], [], {"hint": hint}, loc=loc)
 
 
+class PtrCastOp(Op):
+    """``xegpu.ptrcast %p``: the same address as a pointer to another element type (Triton's
+    ``p.to(tl.pointer_type(...))``)."""
+
+    NAME = "xegpu.ptrcast"
+
+    def __init__(self, ptr: Value, type: PointerType, loc=None):
+        super().__init__([ptr], [type], loc=loc)
+
+    def verify(self):
+        p, r = self.operands[0].type, self.result.type
+        if not (isinstance(p, PointerType) and isinstance(r, PointerType)) or p.space != r.space:
+            raise IRError(f"ptrcast takes a pointer to a pointer of the same space, got {p} -> {r}", self)
+
+
 class AddPtrOp(Op):
     """``xegpu.addptr %p, %n``: the scalar pointer ``n`` elements past ``p`` (Triton's ``tt.addptr``)."""
 

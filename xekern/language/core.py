@@ -19,6 +19,8 @@ from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
 
 dtype = DType
 
+
+
 class PropagateNan(IntEnum):
     """Triton's ``tl.PropagateNan`` for ``xl.maximum`` / ``xl.minimum`` / ``xl.clamp``: ``ALL`` makes a
     NaN operand give NaN, ``NONE`` (the default) returns the other operand."""
@@ -75,6 +77,21 @@ class constexpr:
 
 def unwrap(v):
     return v.value if isinstance(v, constexpr) else v
+
+
+@builtin
+def pointer_type(element_ty, address_space=1, const=False, _sem=None):
+    """Triton's ``tl.pointer_type``: the type of a pointer to ``element_ty`` elements in global
+    memory (``address_space`` 1), for pointer casts ``p.to(xl.pointer_type(xl.uint8))``."""
+    element_ty = unwrap(element_ty)
+    if not isinstance(element_ty, DType):
+        raise TypeError(f"pointer_type needs an element dtype such as xl.uint8, got {element_ty!r}")
+    if unwrap(address_space) != 1:
+        raise TypeError(f"pointer_type: address_space {unwrap(address_space)} (only 1, global memory, is supported)")
+    return PointerType(element_ty)
+
+
+pi32_t = PointerType(int32)   # Triton's pointer_type(int32)
 
 
 class base_value:
@@ -205,6 +222,13 @@ class pointer_tile(base_value):
 
     def rebuild(self, handles):
         return pointer_tile(tensor(handles[0]), tensor(handles[1]))
+
+    @builtin
+    def to(self, dtype, bitcast=False, _sem=None):
+        """``(p + offs).to(xl.pointer_type(xl.uint8))``: the same addresses, another element type."""
+        return _sem.cast(self, unwrap(dtype), bitcast=unwrap(bitcast))
+
+    cast = to
 
     def __repr__(self) -> str:
         return f"pointer_tile<{self.base.handle.type} + {self.offsets.handle.type}>"
@@ -398,4 +422,5 @@ class nbarrier(handle_value):
 __all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "scatter_descriptor", "mem_desc",
            "nbarrier", "private_array",
            "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float8e5", "float8e4nv", "float16", "bfloat16", "float32", "float64", "ALL_DTYPES", "block_pointer"]
+           "float8e5", "float8e4nv", "float16", "bfloat16", "float32", "float64", "ALL_DTYPES", "block_pointer",
+           "pointer_type", "pi32_t"]

@@ -58,7 +58,7 @@ class LaneAffine:
                 got = False
             elif isinstance(op, _UNIFORM_SOURCES):
                 got = not isinstance(op.result.type, ir.VectorType)
-            elif isinstance(op, (*_UNIFORM_IF_OPERANDS, ir.AddPtrOp)):
+            elif isinstance(op, (*_UNIFORM_IF_OPERANDS, ir.AddPtrOp, ir.PtrCastOp)):
                 got = all(self.uniform(x) for x in op.operands)
             else:
                 got = False

@@ -50,8 +50,6 @@ MISSING = {
     "inline_asm_elementwise": "PTX / AMDGPU assembly strings mean nothing to IGC; vISA inline assembly is "
                               "internal (the visa emitter)",
     "map_elementwise": "elementwise maps of an `@jit` function over tiles: call the function on the tiles",
-    "pi32_t": "Triton's `pointer_type(int32)` constant; pointer types are not values here",
-    "pointer_type": "pointer casts (`p.to(tl.pointer_type(...))`) are not there",
     "ravel": "merging dimensions needs a general reshape, which is not there (see `reshape`)",
     "slice": "Triton's slice type object",
     "target_info": "`xk.target_for(device)` and `xk.device_properties()` say what the target is",
@@ -76,6 +74,8 @@ DIFFERENT = {
     "randint": "32-bit offsets (64-bit ones are refused)",
     "load": "`eviction_policy` accepted and ignored; `volatile` honoured",
     "extra": "`xl.extra.libdevice` is `xl.math`",
+    "pointer_type": "global memory only (`address_space` 1); a tile of pointers casts to an element no wider "
+                    "(its offsets count elements), a scalar pointer to any; `const` is ignored",
     "sort": "a bitonic sort through SLM (Triton sorts in registers and warp shuffles)",
 }
 

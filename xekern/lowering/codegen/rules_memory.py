@@ -17,6 +17,11 @@ from .memory import load_elem, slm_offset, slot_coords, store_elem, zero
 from .ocl import F16, I1, I8, I32, I64
 
 
+@rule(ir.PtrCastOp)
+def _ptrcast(cg: CodeGen, op: ir.PtrCastOp):
+    return [cg.get(op.operands[0])]   # (pointers are opaque: the address is the value)
+
+
 @rule(ir.AddPtrOp)
 def _addptr(cg: CodeGen, op: ir.AddPtrOp):
     p, off = (cg.get(v) for v in op.operands)
