@@ -51,3 +51,32 @@ def test_pointer_casts_compile_for_gpus():
         assert "xegpu.ptrcast" in c.asm["xegpu"]
         r = compile_isa(c.spirv, c.name, target)
         assert r.spilled_around == 0, (target, r.spilled_around)
+
+
+@xk.jit
+def scale_into(x_ptr: xl.const, out_ptr, n, BLOCK: xl.constexpr, WRITE_X: xl.constexpr):
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs, mask=offs < n)
+    xl.store(out_ptr + offs, 2 * x, mask=offs < n)
+    if WRITE_X == "store":
+        xl.store(x_ptr.to(xl.pointer_type(xl.int32)) + offs, offs, mask=offs < n)
+    if WRITE_X == "atomic":
+        xl.atomic_add(x_ptr + offs, 1.0, mask=offs < n)
+    if WRITE_X == "descriptor":
+        d = xl.make_tensor_descriptor(x_ptr, shape=[n], strides=[1], block_shape=[BLOCK])
+        d.store([0], x)
+
+
+def test_const_pointers_read(backend, rng):
+    n = 37
+    x = rng.standard_normal(n).astype(np.float32)
+    out = backend.run(scale_into, (xk.cdiv(n, 16),), [x, poisoned(n, np.float32), n], BLOCK=16, WRITE_X="")[1]
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+@pytest.mark.parametrize("how,what", [("store", "xl.store"), ("atomic", "atomic_add"),
+                                      ("descriptor", "a descriptor store")])
+def test_writing_through_a_const_pointer_is_an_error(how, what):
+    sig = dict(x_ptr=xk.pointer(xl.float32), out_ptr=xk.pointer(xl.float32), n=xl.int32, BLOCK=16, WRITE_X=how)
+    with pytest.raises(xk.CompilationError, match=f"{what} through 'x_ptr', a parameter annotated xl.const"):
+        scale_into.compile_offline(sig, target="cpu")

@@ -23,6 +23,7 @@ from ..language import builtins as lb
 from ..language.core import (base_value, constexpr, is_builtin, pointer_tile, private_array, takes_generator, tensor,
                              unwrap)
 from . import control_flow
+from .kernel_checks import check_lane_level, is_const
 from .sem import Semantic
 from .semantic import SemanticError
 from .source import KernelSource
@@ -954,6 +955,7 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
         scope[n] = v.value if isinstance(v, _ConstArg) else None
     for n, a in zip(runtime, func.args):
         scope[n] = tensor(a)
+    sem.read_only = {a: n for n, a in zip(runtime, func.args) if is_const(tree, n)}
     gen = CodeGenerator(src, sem, scope)
     ret = gen.visit_function(tree)
     if ret is not None:
@@ -962,20 +964,6 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     if level == "lane":
         check_lane_level(func)
     return func
-
-
-def check_lane_level(func: ir.FuncOp) -> None:
-    """A lane-level kernel computes scalars per work item: one-element vectors are how scalar memory
-    accesses are spelled in lane IR, anything larger is a tile, which only workgroup and subgroup
-    levels have."""
-    from ..lowering.rewrite import PassError
-    for op in func.walk():
-        for r in op.results:
-            t = r.type
-            if isinstance(t, (ir.VectorType, ir.TensorDescType)) and (len(t.shape) > 1 or t.shape[0] > 1):
-                raise PassError(f"lane level: '{op.op_name}' makes a tile {t}; a lane-level kernel "
-                                f"(@xk.jit(level='lane')) computes scalars of one work item (tiles are "
-                                f"workgroup- or subgroup-level)", op)
 
 
 class _ConstArg:

@@ -65,6 +65,21 @@ class MemorySemantic:
                 shape = self.broadcast_shapes(shape, o.shape)
         return shape
 
+    # kernel parameters annotated xl.const (IR value -> name): no store or atomic may reach them
+    read_only: dict = {}
+
+    def check_writable(self, target, what: str) -> None:
+        """Refuse ``what`` through a pointer, tile of pointers or descriptor derived from a parameter
+        annotated ``xl.const`` (Triton: "Cannot store to a constant pointer")."""
+        t = unwrap(target)
+        v = t.base.handle if isinstance(t, pointer_tile) else getattr(t, "handle", None)
+        while v is not None and v not in self.read_only and v.op is not None and \
+                isinstance(v.op, (ir.AddPtrOp, ir.PtrCastOp, ir.CreateNdTDescOp, ir.UpdateNdOffsetOp)):
+            v = v.op.operands[0]
+        if v is not None and v in self.read_only:
+            raise SemanticError(f"{what} through '{self.read_only[v]}', a parameter annotated xl.const "
+                                f"(a pointer to read-only data)")
+
     def _write_shape(self, p: pointer_tile, what: str, **operands) -> tuple:
         """A store or atomic writes each pointer once (Triton's rule): its value and mask broadcast
         to the pointers' shape, never the pointers to theirs, which would write an address many
@@ -98,6 +113,7 @@ class MemorySemantic:
 
     def store(self, ptr, value, mask=None, hints=None):
         """``xl.store(ptrs, value, mask)``: masked-off elements are not written."""
+        self.check_writable(ptr, "xl.store")
         scalar = not isinstance(unwrap(ptr), pointer_tile)
         p = self.pointer_tile_of(ptr)
         elem = p.dtype.elem
@@ -112,6 +128,7 @@ class MemorySemantic:
         self.b.create(ir.StoreScatterOp, v.handle, td.handle, m.handle, hints=hints)
 
     def atomic(self, kind: str, ptr, val, mask=None, cmp=None, sem=None, scope=None):
+        self.check_writable(ptr, f"atomic_{kind}")
         """``xl.atomic_<kind>(ptrs, val, mask)``: returns the old values."""
         if kind not in ATOMIC_KINDS:
             raise SemanticError(f"unknown atomic {kind}")
@@ -256,6 +273,7 @@ class MemorySemantic:
         return r
 
     def store_nd(self, d: tensor_descriptor, offsets, value, hints=None):
+        self.check_writable(d, "a descriptor store")
         v = self.to_tensor(value, d.dtype)
         shape = d.type.value_shape
         if v.is_tile and v.shape != tuple(shape):

@@ -51,6 +51,11 @@ def takes_generator(fn) -> bool:
     return getattr(getattr(fn, "__func__", fn), "__xekern_generator__", False)
 
 
+class const:
+    """Triton's ``tl.const``: annotate a pointer parameter ``x_ptr: xl.const`` to say it points to
+    read-only data; a store or atomic through it (or anything made from it) is a compile error."""
+
+
 class constexpr:
     """A compile-time constant. As an annotation (``BLOCK: xl.constexpr``) it makes a kernel
     parameter part of the specialization: each value compiles its own kernel.
@@ -423,4 +428,4 @@ __all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor"
            "nbarrier", "private_array",
            "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float8e5", "float8e4nv", "float16", "bfloat16", "float32", "float64", "ALL_DTYPES", "block_pointer",
-           "pointer_type", "pi32_t"]
+           "pointer_type", "pi32_t", "const"]

@@ -41,7 +41,6 @@ MISSING = {
     "bitonic_merge": "a step of Triton's sort, exported by accident of its module; `xl.sort` is there",
     "block_type": "Triton's type-system class; a tile's type is `x.type` (an IR `VectorType`)",
     "condition": "Triton's `tl.condition(...)` loop-condition hint for warp specialization",
-    "const": "read-only pointer annotation; stores through any pointer are allowed",
     "constexpr_type": "Triton's type of a constexpr; constexprs are plain Python values here",
     "dot_scaled": "microscaling (mx) formats: no matrix engine for them on these GPUs",
     "float8e4b15": "an fp8 format of Triton's own (bias 15); `float8e4nv` and `float8e5` are there",
@@ -75,7 +74,8 @@ DIFFERENT = {
     "load": "`eviction_policy` accepted and ignored; `volatile` honoured",
     "extra": "`xl.extra.libdevice` is `xl.math`",
     "pointer_type": "global memory only (`address_space` 1); a tile of pointers casts to an element no wider "
-                    "(its offsets count elements), a scalar pointer to any; `const` is ignored",
+                    "(its offsets count elements), a scalar pointer to any; its `const=` is ignored (annotate the parameter "
+                    "`xl.const`)",
     "sort": "a bitonic sort through SLM (Triton sorts in registers and warp shuffles)",
 }
 
