@@ -188,3 +188,43 @@ def test_gather(backend, rng):
                        BM=bm, BN=bn, K=k)[3:5]
     np.testing.assert_array_equal(o, np.take_along_axis(x, rows, 0))
     np.testing.assert_array_equal(p, np.take_along_axis(x, cols, 1))
+
+
+# ---- tuples of tiles (Triton's reduce / associative_scan of several inputs) -----------------------------
+
+@xk.jit
+def _argmax_pair(v1, i1, v2, i2):
+    """The larger value and its index; of equal values the smaller index (associative)."""
+    take2 = (v2 > v1) | ((v2 == v1) & (i2 < i1))
+    return xl.where(take2, v2, v1), xl.where(take2, i2, i1)
+
+
+@xk.jit
+def _sum_and_count(s1, c1, s2, c2):
+    return s1 + s2, c1 + c2
+
+
+@xk.jit
+def tuple_reduce_scan(x_ptr, vmax_ptr, imax_ptr, run_ptr, cnt_ptr, M: xl.constexpr, N: xl.constexpr):
+    rows = xl.arange(0, M)[:, None]
+    cols = xl.arange(0, N)[None, :]
+    x = xl.load(x_ptr + rows * N + cols)
+    idx = xl.broadcast_to(cols, (M, N))
+    v, i = xl.reduce((x, idx), 1, _argmax_pair)
+    xl.store(vmax_ptr + xl.arange(0, M), v)
+    xl.store(imax_ptr + xl.arange(0, M), i)
+    positive = (x > 0).to(xl.int32)
+    s, c = xl.associative_scan((xl.where(x > 0, x, 0.0), positive), 1, _sum_and_count)
+    xl.store(run_ptr + rows * N + cols, s)
+    xl.store(cnt_ptr + rows * N + cols, c)
+
+
+def test_reduce_and_scan_of_tuples(backend, rng):
+    M, N = 4, 32
+    x = rng.integers(-4, 5, (M, N)).astype(np.float32)   # many ties: the smallest index must win
+    out = backend.run(tuple_reduce_scan, (1,), [x, poisoned(M, np.float32), poisoned(M, np.int32),
+                                                poisoned((M, N), np.float32), poisoned((M, N), np.int32)], M=M, N=N)
+    np.testing.assert_array_equal(out[1], x.max(1))
+    np.testing.assert_array_equal(out[2], x.argmax(1))
+    np.testing.assert_array_equal(out[3], np.cumsum(np.where(x > 0, x, 0), axis=1))
+    np.testing.assert_array_equal(out[4], np.cumsum(x > 0, axis=1))

@@ -338,6 +338,67 @@ class TileSemantic:
             k *= 2
         return acc
 
+    def scan_tuple(self, xs, axis, fn, generator, reverse: bool = False) -> tuple:
+        """``xl.associative_scan((a, b, ...), axis, combine_fn)``: several tiles of one shape scanned
+        together, ``combine_fn`` taking the two sides' values (``a1, b1, ..., a2, b2, ...``) and
+        returning one value per tile (Triton's tuple form). The same Hillis-Steele steps as
+        ``scan``, each tile through its own SLM exchange."""
+        self.require_level("a scan", "wg", hint="; scan a subgroup's tile with xl.subgroup_* at lane level")
+        xs = [self.to_tensor(x) for x in xs]
+        if len({tuple(x.shape) for x in xs}) != 1:
+            raise SemanticError(f"a scan of several tiles needs one shape, got {[list(x.shape) for x in xs]}")
+        if not xs[0].is_tile:
+            return tuple(xs)
+        axis = self._axis(xs[0], axis)
+        n = xs[0].shape[axis]
+        if n == 1:
+            return tuple(xs)
+        idx = self._along(xs[0], axis)
+        exchanges = [_Exchange(self, x, axis, 0 if reverse else n) for x in xs]
+        acc, k = xs, 1
+        while k < n:
+            for e, a in zip(exchanges, acc):
+                e.publish(a)
+            other = [e.read(k if reverse else -k) for e in exchanges]
+            both = self._combine_tuple(generator, fn, acc, other) if reverse else \
+                self._combine_tuple(generator, fn, other, acc)
+            has = self.compare("lt", idx, n - k) if reverse else self.compare("ge", idx, k)
+            acc = [self.where(has, b, a) for b, a in zip(both, acc)]
+            k *= 2
+        return tuple(acc)
+
+    def reduce_tuple(self, xs, axis, fn, generator, keep_dims: bool = False) -> tuple:
+        """``xl.reduce((a, b, ...), axis, combine_fn)``: the last elements of ``scan_tuple``."""
+        xs = [self.to_tensor(x) for x in xs]
+        if not xs[0].is_tile:
+            return tuple(xs)
+        if axis is None:
+            out = xs
+            for _ in range(len(xs[0].shape)):
+                out = list(self.reduce_tuple(out, len(out[0].shape) - 1, fn, generator))
+            return tuple(self.reshape(self.splat(o, (1,)), (1,) * len(xs[0].shape)) for o in out) if keep_dims \
+                else tuple(out)
+        axis = self._axis(xs[0], axis)
+        n = xs[0].shape[axis]
+        scanned = self.scan_tuple(xs, axis, fn, generator)
+        last = self.compare("eq", self._along(xs[0], axis), n - 1)
+        return tuple(self.reduce(self.where(last, s, self.const(-0.0 if s.dtype.is_floating else 0, s.dtype)), axis,
+                                 "sum", keep_dims=keep_dims) for s in scanned)
+
+    def _combine_tuple(self, generator, fn, a: list, b: list) -> list:
+        """Inline the combine function on the values of two sides; one value per tile back."""
+        import inspect
+        try:
+            inspect.signature(fn.fn).bind(*a, *b)
+        except TypeError as e:
+            raise SemanticError(f"combine function {fn.__name__} of {len(a)} tiles must take {2 * len(a)} values: "
+                                f"{e}") from None
+        r = unwrap(generator.inline(fn, *a, *b))
+        if not isinstance(r, (tuple, list)) or len(r) != len(a):
+            raise SemanticError(f"combine function {fn.__name__} of {len(a)} tiles must return {len(a)} values, got "
+                                f"{r!r}")
+        return [self.cast(self.broadcast_to(self.to_tensor(v), x.shape), x.dtype) for v, x in zip(r, a)]
+
     def flip(self, x, axis) -> tensor:
         """``xl.flip(x, dim)``: element ``i`` along ``axis`` becomes ``n - 1 - i``, which is ``i`` with
         its ``log2(n)`` bits inverted: one step per bit through SLM, each taking the element whose index

@@ -398,23 +398,26 @@ def cumprod(x, axis=0, reverse=False, _sem=None):
 @builtin
 def associative_scan(input, axis, combine_fn, reverse=False, _sem=None, _generator=None):
     """An inclusive scan with an ``@xk.jit`` combine function of two values (associative), as
-    Triton's ``tl.associative_scan`` for one input tile."""
-    if isinstance(unwrap(input), (tuple, list)):
-        raise ValueError("associative_scan of several tiles at once is not supported; scan one tile")
+    Triton's ``tl.associative_scan``; of a tuple of tiles, the function takes two values per tile
+    and returns one per tile."""
     if not getattr(unwrap(combine_fn), "__xekern_jit__", False):
-        raise ValueError(f"combine_fn must be an @xk.jit function of two values, got {unwrap(combine_fn)!r}")
+        raise ValueError(f"combine_fn must be an @xk.jit function, got {unwrap(combine_fn)!r}")
+    if isinstance(unwrap(input), (tuple, list)):
+        return _sem.scan_tuple(list(unwrap(input)), unwrap(axis), unwrap(combine_fn), _generator,
+                               reverse=bool(unwrap(reverse)))
     return _sem.scan(input, unwrap(axis), unwrap(combine_fn), _generator, reverse=bool(unwrap(reverse)))
 
 
 @builtin
 def reduce(input, axis, combine_fn, keep_dims=False, _sem=None, _generator=None):  # noqa: A001
     """Reduce ``input`` along ``axis`` with an ``@xk.jit`` combine function of two values
-    (associative), as Triton's ``tl.reduce`` for one tile. ``xl.reduce(x, 1, larger)``"""
-    if isinstance(unwrap(input), (tuple, list)):
-        raise ValueError("reduce of several tiles at once is not supported; reduce one tile")
+    (associative), as Triton's ``tl.reduce``; of a tuple of tiles, the function takes two values per
+    tile and returns one per tile. ``xl.reduce(x, 1, larger)``, ``xl.reduce((v, i), 1, argmax_pair)``"""
     fn = unwrap(combine_fn)
     if not getattr(fn, "__xekern_jit__", False):
-        raise ValueError(f"combine_fn must be an @xk.jit function of two values, got {fn!r}")
+        raise ValueError(f"combine_fn must be an @xk.jit function, got {fn!r}")
+    if isinstance(unwrap(input), (tuple, list)):
+        return _sem.reduce_tuple(list(unwrap(input)), unwrap(axis), fn, _generator, keep_dims=bool(unwrap(keep_dims)))
     return _sem.reduce_with(input, unwrap(axis), fn, _generator, keep_dims=bool(unwrap(keep_dims)))
 
 

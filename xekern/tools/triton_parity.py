@@ -58,8 +58,9 @@ MISSING = {
 
 # names xl has, with a difference worth knowing
 DIFFERENT = {
-    "associative_scan": "one tile at a time (no tuples of tiles); through SLM, `log2 n` steps",
-    "reduce": "one tile at a time (no tuples of tiles)",
+    "associative_scan": "through SLM, `log2 n` steps of one barrier per tile (Triton: registers and shuffles)",
+    "reduce": "with a combine function: the last element of the SLM scan (built-in reductions stay in "
+              "registers within a subgroup)",
     "reshape": "adds or removes size-1 dimensions, or splits the last one in two; other shapes are an error",
     "view": "as `reshape`",
     "make_block_ptr": "a tensor descriptor: one stride must be 1; always bounds-checked; `padding_option='nan'` "
