@@ -228,3 +228,35 @@ def test_reduce_and_scan_of_tuples(backend, rng):
     np.testing.assert_array_equal(out[2], x.argmax(1))
     np.testing.assert_array_equal(out[3], np.cumsum(np.where(x > 0, x, 0), axis=1))
     np.testing.assert_array_equal(out[4], np.cumsum(x > 0, axis=1))
+
+
+# ---- reshapes that move elements between dimensions (through SLM) ------------------------------------
+
+@xk.jit
+def reshapes(x_ptr, flat_ptr, other_ptr, M: xl.constexpr, N: xl.constexpr):
+    rows = xl.arange(0, M)[:, None]
+    cols = xl.arange(0, N)[None, :]
+    x = xl.load(x_ptr + rows * N + cols)
+    xl.store(flat_ptr + xl.arange(0, M * N), xl.ravel(x))
+    t = xl.reshape(x, N // 2, 2 * M)                                   # (the *shape spelling)
+    xl.store(other_ptr + xl.arange(0, N // 2)[:, None] * (2 * M) + xl.arange(0, 2 * M)[None, :], t + 1.0)
+
+
+def test_ravel_and_general_reshape(backend, rng):
+    M, N = 8, 32
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    flat, other = backend.run(reshapes, (1,), [x, poisoned(M * N, np.float32), poisoned(M * N, np.float32)],
+                              M=M, N=N)[1:]
+    np.testing.assert_array_equal(flat, x.ravel())
+    np.testing.assert_array_equal(other, x.reshape(N // 2, 2 * M).ravel() + 1)
+
+
+def test_reshape_compiles_for_gpus():
+    from xekern.tools.isa import compile_isa
+    sig = dict(x_ptr=xk.pointer(xl.float32), flat_ptr=xk.pointer(xl.float32), other_ptr=xk.pointer(xl.float32),
+               M=16, N=32)
+    for target in ("pvc", "bmg"):
+        c = reshapes.compile_offline(sig, target=target, num_subgroups=4)
+        assert "xegpu.mem_desc_view" in c.asm["xegpu"]
+        r = compile_isa(c.spirv, c.name, target)
+        assert r.spilled_around == 0, (target, r.spilled_around)

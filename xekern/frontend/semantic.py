@@ -12,8 +12,8 @@ from typing import List, Optional, Sequence
 
 from .. import ir
 from ..ir import types as T
-from ..ir.types import DType, PointerType, VectorType
-from ..language.core import MAX_LANE_NUMEL, MAX_TILE_NUMEL, pointer_tile, tensor, unwrap
+from ..ir.types import DType, MemDescType, PointerType, VectorType
+from ..language.core import MAX_LANE_NUMEL, MAX_TILE_NUMEL, mem_desc, pointer_tile, tensor, unwrap
 
 MAX_KERNEL_OPS = 100_000   # operations the frontend builds for one kernel (bounds the compile)
 
@@ -167,9 +167,10 @@ class ArithSemantic:
             if x.is_tile and len(shape) == len(x.shape) + 1 and shape[:-2] == x.shape[:-1] \
                     and shape[-2] * shape[-1] == x.shape[-1] and shape[-2] <= 16:
                 return self._split_last_dim(x, shape)
-            raise SemanticError(f"reshape {list(x.shape)} -> {list(shape)}: supported are adding or removing "
-                                f"size-1 dimensions, and splitting the last dimension in two, (..., N) -> "
-                                f"(..., A, N // A) with A <= 16")
+            if x.is_tile and math.prod(shape) == math.prod(x.shape) and all(d > 0 for d in shape):
+                return self._reshape_through_slm(x, shape)
+            raise SemanticError(f"reshape {list(x.shape)} -> {list(shape)}: the number of elements differs "
+                                f"({math.prod(x.shape)} and {math.prod(shape)})")
         if shape == x.shape:
             return x
         if not shape:
@@ -177,6 +178,21 @@ class ArithSemantic:
         if not x.is_tile:
             x = self.splat(x, (1,))
         return self.op(ir.ShapeCastOp, x.handle, VectorType(shape, x.dtype))
+
+    def _reshape_through_slm(self, x: tensor, shape) -> tensor:
+        """Any reshape (the same elements in row-major order): the tile is stored into shared local
+        memory as a row-major matrix of its shape and loaded back through a view of the same bytes
+        as one of the new shape (``xegpu.mem_desc_view``), a barrier between (and one before, for a
+        reshape in a loop whose earlier loads must be done)."""
+        self.require_level("a reshape that moves elements between dimensions", "wg", "sg")
+        if isinstance(x.dtype, T.PointerType):
+            raise SemanticError("reshape of a tile of pointers is not supported; reshape the offsets")
+        m = self.alloc_slm(x.shape, x.dtype)
+        view = mem_desc(self.b(ir.MemDescViewOp, m.handle, MemDescType(tuple(shape), x.dtype)))
+        self.barrier()
+        self.store_matrix(m, [0] * len(x.shape), x)
+        self.barrier()
+        return self.load_matrix(view, [0] * len(shape), tuple(shape))
 
     def _split_last_dim(self, x: tensor, shape) -> tensor:
         """``(..., N) -> (..., A, B)`` through shared local memory: the tile is stored, each

@@ -345,6 +345,11 @@ def _create_mem_desc(ctx, op, args):
     return [m]
 
 
+@rule(ir.MemDescViewOp)
+def _mem_desc_view(ctx, op, args):
+    return [SlmMatrix(args[0].buffer, op.result.type)]
+
+
 def _matrix_elements(ctx, op, m: SlmMatrix, offsets, shape) -> np.ndarray:
     """Element offsets of a ``shape`` tile at ``offsets`` (leading offsets fix outer dimensions)."""
     t = m.type

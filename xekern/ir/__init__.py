@@ -12,7 +12,7 @@ from .ops_gpu import (BarrierOp, BlockIdOp, GridDimOp, IdTileOp, LaneIdOp, NumSu
 from .ops_scf import ConditionOp, ForOp, FuncOp, IfOp, ReturnOp, WhileOp, YieldOp
 from .ops_vector import (BroadcastOp, ConvertLayoutOp, ExtractOp, FromElementsOp, ReduceOp,
                          ShapeCastOp, SlotShuffleOp, StepOp, TransposeOp)
-from .ops_xegpu import (AddPtrOp, PtrCastOp, AllocNBarrierOp, AtomicRMWOp, CompileHintOp, CreateMemDescOp, CreateNdTDescOp,
+from .ops_xegpu import (AddPtrOp, MemDescViewOp, PtrCastOp, AllocNBarrierOp, AtomicRMWOp, CompileHintOp, CreateMemDescOp, CreateNdTDescOp,
                         CreateTDescOp, DpasOp, FenceOp, InitNBarrierOp, LoadGatherOp, LoadMatrixOp, LoadNdOp,
                         NBarrierArriveOp, NBarrierWaitOp, PrefetchNdOp, PrefetchOp, StoreMatrixOp, StoreNdOp,
                         StoreScatterOp, UpdateNdOffsetOp, UpdateOffsetOp)

@@ -378,6 +378,25 @@ class CreateMemDescOp(Op):
             raise IRError("@strides needs one stride per dimension", self)
 
 
+class MemDescViewOp(Op):
+    """``xegpu.mem_desc_view %m``: the same shared local memory as a row-major matrix of another
+    shape with as many elements (a general ``reshape`` stores a tile and loads it back in its new
+    shape through two views of one allocation)."""
+
+    NAME = "xegpu.mem_desc_view"
+
+    def __init__(self, mem: Value, type: MemDescType, loc=None):
+        super().__init__([mem], [type], loc=loc)
+
+    def verify(self):
+        s, t = self.operands[0].type, self.result.type
+        if not isinstance(s, MemDescType) or not isinstance(t, MemDescType) or s.elem != t.elem or \
+                prod(s.shape) != prod(t.shape) or s.block is not None or t.block is not None or \
+                s.strides is not None or t.strides is not None:
+            raise IRError(f"mem_desc_view views a row-major matrix as another with the same element type and count, "
+                          f"got {s} -> {t}", self)
+
+
 class LoadMatrixOp(Op):
     """``xegpu.load_matrix %mem[offsets]``: read a tile from an SLM matrix (``subgroup_block_io``: as
     one sub-group block read). With ``block_grid = [1, a]`` (after blocking) one load gives ``a``

@@ -203,9 +203,24 @@ def broadcast_to(x, shape, _sem=None):
 
 
 @builtin
-def reshape(x, shape, _sem=None):
-    """Reshape by adding or removing size-1 dimensions."""
-    return _sem.reshape(_sem.to_tensor(x), [unwrap(s) for s in unwrap(shape)])
+def reshape(x, *shape, can_reorder=False, _sem=None):
+    """The same elements in row-major order in another shape (``xl.reshape(x, (M * N,))`` or
+    ``xl.reshape(x, M * N)``). Adding or removing size-1 dimensions is free; anything else goes
+    through shared local memory (workgroup and subgroup levels). ``can_reorder`` is accepted: the
+    order is always kept."""
+    if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+        shape = unwrap(shape[0])
+    return _sem.reshape(_sem.to_tensor(x), [unwrap(s) for s in shape])
+
+
+@builtin
+def ravel(x, can_reorder=False, _sem=None):
+    """The tile as a 1-D tile of its elements in row-major order (``xl.reshape(x, (x.numel,))``)."""
+    x = _sem.to_tensor(x)
+    n = 1
+    for d in x.shape:
+        n *= d
+    return _sem.reshape(x, [n])
 
 
 @builtin

@@ -49,7 +49,6 @@ MISSING = {
     "inline_asm_elementwise": "PTX / AMDGPU assembly strings mean nothing to IGC; vISA inline assembly is "
                               "internal (the visa emitter)",
     "map_elementwise": "elementwise maps of an `@jit` function over tiles: call the function on the tiles",
-    "ravel": "merging dimensions needs a general reshape, which is not there (see `reshape`)",
     "slice": "Triton's slice type object",
     "target_info": "`xk.target_for(device)` and `xk.device_properties()` say what the target is",
     "tuple": "Triton's tuple type (tuple kernel arguments are not there)",
@@ -61,7 +60,9 @@ DIFFERENT = {
     "associative_scan": "through SLM, `log2 n` steps of one barrier per tile (Triton: registers and shuffles)",
     "reduce": "with a combine function: the last element of the SLM scan (built-in reductions stay in "
               "registers within a subgroup)",
-    "reshape": "adds or removes size-1 dimensions, or splits the last one in two; other shapes are an error",
+    "reshape": "any shape with as many elements; beyond adding or removing size-1 dimensions, through SLM "
+               "(a store, a load, two barriers)",
+    "ravel": "as `reshape`: through SLM",
     "view": "as `reshape`",
     "make_block_ptr": "a tensor descriptor: one stride must be 1; always bounds-checked; `padding_option='nan'` "
                       "refused",

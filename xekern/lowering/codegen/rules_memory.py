@@ -211,6 +211,11 @@ def _create_mem_desc(cg: CodeGen, op: ir.CreateMemDescOp):
     return [SlmMatrix(g, t)]
 
 
+@rule(ir.MemDescViewOp)
+def _mem_desc_view(cg: CodeGen, op: ir.MemDescViewOp):
+    return [SlmMatrix(cg.get(op.operands[0]).ptr, op.result.type)]
+
+
 def _matrix_addresses(cg: CodeGen, m: SlmMatrix, op, offsets: List, tile) -> List:
     et = mem_type(m.type.elem)
     if tile is None:
