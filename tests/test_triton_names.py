@@ -66,3 +66,20 @@ def test_philox_impl_is_philox_with_the_seed_as_key(backend):
     out = backend.run(philox_both, (1,), [(1 << 40) + 12345, poisoned(8 * N, np.uint32)], N=N)[1]
     np.testing.assert_array_equal(out[:4 * N], out[4 * N:])
     assert len(np.unique(out[:N])) == N
+
+
+@xk.jit
+def by_target(out_ptr):
+    if xl.target_info.is_cuda() or xl.target_info.is_hip() or xl.target_info.cuda_capability_geq(9, 0):
+        xl.store(out_ptr, 1)
+    elif xl.target_info.is_xpu():
+        xl.store(out_ptr, 2)
+    else:
+        xl.store(out_ptr, 3 if xl.target_info.current_target() in ("cpu", "cpu8") else 4)
+
+
+def test_target_info_folds_at_compile_time(backend):
+    out = backend.run(by_target, (1,), [poisoned(1, np.int32)])[0]
+    assert out[0] == 3
+    c = by_target.compile_offline(dict(out_ptr=xk.pointer(xl.int32)), target="pvc")
+    assert "arith.constant 2 " in c.asm["xegpu"] and "arith.constant 1 " not in c.asm["xegpu"], c.asm["xegpu"]

@@ -5,7 +5,7 @@ that kernels call (``xl.program_id``, ``xl.arange``, ``xl.load``, ``xl.dot``, ..
 docs/language.md for every function with an example.
 """
 from ..ir.layout import Layout, SliceLayout
-from . import extra, math  # noqa: F401  (xl.math.exp2, xl.extra.libdevice.exp, ...)
+from . import extra, math, target_info  # noqa: F401  (xl.math.exp2, xl.extra.libdevice.exp, ...)
 from .builtins import *  # noqa: F401,F403
 from .math import div_rn, fdiv, softmax, sqrt_rn, umulhi  # noqa: F401  (Triton exports them at top level too)
 from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, randint, randint4x,  # noqa: F401

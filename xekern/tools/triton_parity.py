@@ -50,7 +50,6 @@ MISSING = {
                               "internal (the visa emitter)",
     "map_elementwise": "elementwise maps of an `@jit` function over tiles: call the function on the tiles",
     "slice": "Triton's slice type object",
-    "target_info": "`xk.target_for(device)` and `xk.device_properties()` say what the target is",
     "tuple": "Triton's tuple type (tuple kernel arguments are not there)",
     "void": "Triton's void dtype",
 }
@@ -75,6 +74,7 @@ DIFFERENT = {
     "randint": "32-bit offsets (64-bit ones are refused)",
     "load": "`eviction_policy` accepted and ignored; `volatile` honoured",
     "extra": "`xl.extra.libdevice` is `xl.math`",
+    "target_info": "no target is CUDA or HIP; `current_target()` is xekern's target name, `is_xpu()` added",
     "pointer_type": "global memory only (`address_space` 1); a tile of pointers casts to an element no wider "
                     "(its offsets count elements), a scalar pointer to any; its `const=` is ignored (annotate the parameter "
                     "`xl.const`)",
