@@ -23,7 +23,7 @@ from ..language import builtins as lb
 from ..language.core import (base_value, constexpr, is_builtin, pointer_tile, private_array, takes_generator, tensor,
                              unwrap)
 from . import control_flow
-from .kernel_checks import check_lane_level, is_const
+from .kernel_checks import check_lane_level, drop_unused_shape_casts, is_const
 from .sem import Semantic
 from .semantic import SemanticError
 from .source import KernelSource
@@ -961,6 +961,7 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     if ret is not None:
         raise src.error(gen.ret_node or tree, "a kernel cannot return a value; store results with xl.store")
     builder.create(ir.ReturnOp)
+    drop_unused_shape_casts(func)
     if level == "lane":
         check_lane_level(func)
     return func

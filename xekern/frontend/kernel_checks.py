@@ -1,5 +1,6 @@
 """Checks of a kernel as a whole, made when its IR is built: a lane-level kernel makes no tiles;
-which parameters are read-only pointers (``xl.const``)."""
+which parameters are read-only pointers (``xl.const``); and one clean-up, the unit-dimension
+shape casts nothing reads."""
 from __future__ import annotations
 
 import ast
@@ -28,3 +29,16 @@ def check_lane_level(func: ir.FuncOp) -> None:
                 raise PassError(f"lane level: '{op.op_name}' makes a tile {t}; a lane-level kernel "
                                 f"(@xk.jit(level='lane')) computes scalars of one work item (tiles are "
                                 f"workgroup- or subgroup-level)", op)
+
+
+def drop_unused_shape_casts(func: ir.FuncOp) -> None:
+    """Erase ``vector.shape_cast`` ops whose result nothing reads (a 3-D descriptor's ``(1, BM, BK)``
+    block reshaped back to ``(BM, BK)`` leaves the first cast unread; laid out on its own, it would
+    cost a layout conversion through SLM)."""
+    while True:
+        used = ir.users(func)
+        dead = [op for op in func.walk() if isinstance(op, ir.ShapeCastOp) and not used.get(op.result)]
+        if not dead:
+            return
+        for op in dead:
+            op.parent.ops.remove(op)

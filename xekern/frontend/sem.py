@@ -6,11 +6,12 @@ import copy
 from .semantic import ArithSemantic
 from .semantic_debug import DebugSemantic
 from .semantic_memory import MemorySemantic
+from .semantic_nd import NdDescriptorSemantic
 from .semantic_private import PrivateSemantic
 from .semantic_tile import TileSemantic
 
 
-class Semantic(ArithSemantic, TileSemantic, MemorySemantic, PrivateSemantic, DebugSemantic):
+class Semantic(ArithSemantic, TileSemantic, MemorySemantic, NdDescriptorSemantic, PrivateSemantic, DebugSemantic):
     """Checks and builds the IR of every ``xl`` builtin (see the rule sets it combines)."""
 
     STATE = ("slm_bytes", "nbarrier_count", "private_bytes")

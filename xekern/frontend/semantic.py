@@ -173,10 +173,24 @@ class ArithSemantic:
                                 f"({math.prod(x.shape)} and {math.prod(shape)})")
         if shape == x.shape:
             return x
+        src = x.handle.op
+        if isinstance(src, ir.ShapeCastOp) and isinstance(src.operands[0].type, VectorType) and \
+                tuple(src.operands[0].type.shape) == shape:
+            return tensor(src.operands[0])   # (a unit dimension added and taken away again)
         if not shape:
             return self.op(ir.ShapeCastOp, x.handle, x.dtype)
         if not x.is_tile:
             x = self.splat(x, (1,))
+        if math.prod(shape) > 1 and sum(d == 1 for d in shape) + sum(d == 1 for d in x.shape) > 1:
+            # several unit dimensions: one shape cast per dimension (the layout rules relate a cast
+            # that inserts or drops one): drop x's, then insert the new shape's
+            while 1 in x.shape:
+                k = x.shape.index(1)
+                x = self.op(ir.ShapeCastOp, x.handle, VectorType(x.shape[:k] + x.shape[k + 1:], x.dtype))
+            for k, d in enumerate(shape):
+                if d == 1:
+                    x = self.op(ir.ShapeCastOp, x.handle, VectorType(x.shape[:k] + (1,) + x.shape[k:], x.dtype))
+            return x
         return self.op(ir.ShapeCastOp, x.handle, VectorType(shape, x.dtype))
 
     def _reshape_through_slm(self, x: tensor, shape) -> tensor:

@@ -221,8 +221,11 @@ class MemorySemantic:
             raise SemanticError(f"make_tensor_descriptor needs a pointer argument as base, got {base!r}")
         block = self.check_shape(unwrap(block_shape), "block")
         rank = len(block)
+        if 3 <= rank <= 5 and unwrap(layout) is None and unwrap(array_length) == 1:
+            return self.make_nd_descriptor(base, shape, strides, block)
         if rank not in (1, 2):
-            raise SemanticError(f"tensor descriptors are 1-D or 2-D, got block_shape {list(block)}")
+            raise SemanticError(f"tensor descriptors have 1 to 5 dimensions (3 to 5 without layout= or "
+                                f"array_length=), got block_shape {list(block)}")
         shp = self._index_list(shape, rank, "shape")
         strides = unwrap(strides)
         if not isinstance(strides, (tuple, list)) or len(strides) != rank:

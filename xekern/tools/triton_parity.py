@@ -74,6 +74,8 @@ DIFFERENT = {
     "randint": "32-bit offsets (64-bit ones are refused)",
     "load": "`eviction_policy` accepted and ignored; `volatile` honoured",
     "extra": "`xl.extra.libdevice` is `xl.math`",
+    "make_tensor_descriptor": "1 to 5 dimensions; 3 to 5 without `layout=` or `array_length=`, as one 2-D "
+                              "descriptor per block position along the leading dimensions; loads pad with zero",
     "target_info": "no target is CUDA or HIP; `current_target()` is xekern's target name, `is_xpu()` added",
     "pointer_type": "global memory only (`address_space` 1); a tile of pointers casts to an element no wider "
                     "(its offsets count elements), a scalar pointer to any; its `const=` is ignored (annotate the parameter "
