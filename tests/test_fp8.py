@@ -1,4 +1,5 @@
-"""fp8 (``xl.float8e5``: e5m2, ``xl.float8e4nv``: e4m3fn): storage dtypes computed in f32. Every byte
+"""fp8 (``xl.float8e5``: e5m2, ``xl.float8e4nv``: e4m3fn, and the fnuz ``xl.float8e4b8``,
+``xl.float8e5b16``): storage dtypes computed in f32. Every byte
 widens exactly; f32 narrows to nearest even and saturates to the largest finite value (Triton's
 cvt.rn.satfinite), checked bit for bit against ml_dtypes (with that saturation) on the CPU device,
 its 8-wide model and the interpreter; arithmetic rounds once per op; ``xl.dot`` of fp8 operands is
@@ -14,7 +15,9 @@ import xekern.language as xl
 from conftest import poisoned
 
 FORMATS = {"float8e5": (xl.float8e5, ml_dtypes.float8_e5m2, 57344.0),
-           "float8e4nv": (xl.float8e4nv, ml_dtypes.float8_e4m3fn, 448.0)}
+           "float8e4nv": (xl.float8e4nv, ml_dtypes.float8_e4m3fn, 448.0),
+           "float8e4b8": (xl.float8e4b8, ml_dtypes.float8_e4m3fnuz, 240.0),     # fnuz: no inf, no -0, NaN 0x80
+           "float8e5b16": (xl.float8e5b16, ml_dtypes.float8_e5m2fnuz, 57344.0)}
 
 
 def to_fp8(x, fmt):
@@ -101,7 +104,7 @@ def dot8(a_ptr, b_ptr, c_ptr, M, N, K, BM: xl.constexpr, BN: xl.constexpr, BK: x
     c_desc.store([m0, n0], acc)
 
 
-@pytest.mark.parametrize("fa,fb", [("float8e5", "float8e5"), ("float8e4nv", "float8e5")])
+@pytest.mark.parametrize("fa,fb", [("float8e5", "float8e5"), ("float8e4nv", "float8e5"), ("float8e4b8", "float8e5b16")])
 def test_dot_of_fp8_operands(rng, fa, fb):
     M, N, K = 45, 37, 70
     a = to_fp8(rng.standard_normal((M, K)), fa)

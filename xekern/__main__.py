@@ -56,7 +56,7 @@ QUIET_ERRORS = (UsageError, xk.LaunchError, ParseError, OptError)
 
 # Triton's spellings, next to xekern's own (``float32``, ``bfloat16``) and the IR's (``f32``, ``ui8``).
 _TRITON_NAMES = {"fp16": T.float16, "bf16": T.bfloat16, "fp32": T.float32, "fp64": T.float64,
-                 "fp8e5": T.float8e5, "fp8e4nv": T.float8e4nv,
+                 "fp8e5": T.float8e5, "fp8e4nv": T.float8e4nv, "fp8e4b8": T.float8e4b8, "fp8e5b16": T.float8e5b16,
                  "i1": T.int1, "i8": T.int8, "i16": T.int16, "i32": T.int32, "i64": T.int64,
                  "u8": T.uint8, "u16": T.uint16, "u32": T.uint32, "u64": T.uint64,
                  "bool": T.int1, "float": T.float32, "int": T.int32}

@@ -709,7 +709,7 @@ class TileSemantic:
         ea, eb = a.dtype, b.dtype
         if ea.is_fp8 or eb.is_fp8:
             # no fp8 DPAS on these GPUs: both formats widen to f16 exactly, and f16 DPAS multiplies
-            if not {ea, eb} <= {T.float8e5, T.float8e4nv, T.float16}:
+            if not {ea, eb} <= {T.float8e5, T.float8e4nv, T.float8e4b8, T.float8e5b16, T.float16}:
                 raise SemanticError(f"dot of {ea.user_name} and {eb.user_name}: an fp8 operand goes with fp8 "
                                     f"or float16")
             return self.dot(self.cast(a, T.float16), self.cast(b, T.float16), acc, out_dtype, input_precision)

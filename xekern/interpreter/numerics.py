@@ -36,7 +36,7 @@ def widen(x, t: DType) -> np.ndarray:
 
 
 # largest finite fp8 values: conversions saturate to them (Triton's cvt.rn.satfinite)
-FP8_MAX = {"f8E5M2": 57344.0, "f8E4M3FN": 448.0}
+FP8_MAX = {"f8E5M2": 57344.0, "f8E4M3FN": 448.0, "f8E4M3FNUZ": 240.0, "f8E5M2FNUZ": 57344.0}
 
 
 def narrow(x, t: DType) -> np.ndarray:

@@ -327,7 +327,7 @@ def _dpas(ctx, op: ir.DpasOp, args):
 def _poison(n: int, dt: np.dtype) -> np.ndarray:
     """Fresh SLM: NaN (floats) or 0x5A bytes, so reading before writing shows (the device's SLM
     starts with whatever the last workgroup left)."""
-    if dt.kind == "f" or dt.name in ("bfloat16", "float8_e5m2", "float8_e4m3fn"):
+    if dt.kind == "f" or dt.name in ("bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"):
         return np.full(n, np.nan, dt)
     out = np.empty(n, dt)
     out.view(np.uint8)[...] = 0x5A

@@ -79,7 +79,8 @@ _NP_NAMES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": 
              "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
              "f16": "float16", "f32": "float32", "f64": "float64"}
 # NumPy has no bfloat16 or fp8: the ml_dtypes package's types (the same bits) stand for them
-_ML_DTYPES = {"bf16": "bfloat16", "f8E5M2": "float8_e5m2", "f8E4M3FN": "float8_e4m3fn"}
+_ML_DTYPES = {"bf16": "bfloat16", "f8E5M2": "float8_e5m2", "f8E4M3FN": "float8_e4m3fn",
+              "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2FNUZ": "float8_e5m2fnuz"}
 
 int1 = DType("i1", 1, "bool", "int1")
 int8 = DType("i8", 8, "int", "int8")
@@ -99,9 +100,13 @@ float64 = DType("f64", 64, "float", "float64")
 # value (Triton's cvt.rn.satfinite)
 float8e5 = DType("f8E5M2", 8, "float", "float8e5")
 float8e4nv = DType("f8E4M3FN", 8, "float", "float8e4nv")
+# the fnuz formats (AMD's; Triton's float8e4b8 and float8e5b16): bias 8 and 16, no inf, no negative
+# zero, one NaN (0x80)
+float8e4b8 = DType("f8E4M3FNUZ", 8, "float", "float8e4b8")
+float8e5b16 = DType("f8E5M2FNUZ", 8, "float", "float8e5b16")
 
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float8e5, float8e4nv, float16, bfloat16, float32, float64)
+              float8e5, float8e4nv, float8e4b8, float8e5b16, float16, bfloat16, float32, float64)
 BY_NAME = {d.name: d for d in ALL_DTYPES}
 BY_USER_NAME = {d.user_name: d for d in ALL_DTYPES}
 

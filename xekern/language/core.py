@@ -14,7 +14,7 @@ from enum import IntEnum
 from typing import Tuple
 
 from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
-                        float8e4nv, float8e5, float16, float32, float64, int1, int8, int16, int32, int64, uint8,
+                        float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8, int16, int32, int64, uint8,
                         uint16, uint32, uint64)
 
 dtype = DType
@@ -427,5 +427,5 @@ class nbarrier(handle_value):
 __all__ = ["builtin", "constexpr", "tensor", "pointer_tile", "tensor_descriptor", "scatter_descriptor", "mem_desc",
            "nbarrier", "private_array",
            "dtype", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float8e5", "float8e4nv", "float16", "bfloat16", "float32", "float64", "ALL_DTYPES", "block_pointer",
+           "float8e5", "float8e4nv", "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64", "ALL_DTYPES", "block_pointer",
            "pointer_type", "pi32_t", "const"]

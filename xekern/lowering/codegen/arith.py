@@ -10,7 +10,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import DType
 from ..rewrite import PassError
-from .core import FP8, CodeGen, ll_type
+from .core import FP8, FP8_FNUZ, CodeGen, ll_type
 from .ocl import F16, F32, F64, I8, I16, I32, mangle_scalar
 
 # ---- 16-bit floats are computed in f32 ------------------------------------------------------------
@@ -35,8 +35,8 @@ def f32_to_bf16(cg: CodeGen, v):
 
 
 def fp8_to_f32(cg: CodeGen, v, t: DType):
-    """An fp8 byte as f32, exactly. e5m2 is the upper byte of an f16; e4m3fn is rebuilt from its
-    fields (subnormals as m * 2^-9, 0x7f/0xff NaN)."""
+    """An fp8 byte as f32, exactly. e5m2 is the upper byte of an f16; the others are rebuilt from
+    their fields (subnormals as m * 2^(1 - bias - m bits); NaN 0x7f/0xff for e4m3fn, 0x80 for fnuz)."""
     b = cg.b
     c = lambda n: ll.Constant(I32, n)  # noqa: E731
     if t.name == "f8E5M2":
@@ -44,12 +44,13 @@ def fp8_to_f32(cg: CodeGen, v, t: DType):
     mbits, bias, _ = FP8[t.name]
     x = b.zext(v, I32)
     sign = b.shl(b.and_(x, c(0x80)), c(24))
-    e = b.and_(b.lshr(x, c(mbits)), c(0xF))
+    e = b.and_(b.lshr(x, c(mbits)), c((1 << (7 - mbits)) - 1))
     m = b.and_(x, c((1 << mbits) - 1))
     normal = b.or_(sign, b.or_(b.shl(b.add(e, c(127 - bias)), c(23)), b.shl(m, c(23 - mbits))))
     tiny = b.or_(sign, b.bitcast(b.fmul(b.uitofp(m, F32), ll.Constant(F32, 2.0 ** (1 - bias - mbits))), I32))
     bits = b.select(b.icmp_unsigned("==", e, c(0)), tiny, normal)
-    nan = b.icmp_unsigned("==", b.and_(x, c(0x7F)), c(0x7F))
+    nan = b.icmp_unsigned("==", x, c(0x80)) if t.name in FP8_FNUZ else \
+        b.icmp_unsigned("==", b.and_(x, c(0x7F)), c(0x7F))
     return b.bitcast(b.select(nan, b.or_(sign, c(0x7FC00000)), bits), F32)
 
 
@@ -70,6 +71,9 @@ def f32_to_fp8(cg: CodeGen, v, t: DType):
     scaled = b.fmul(cg.ocl.intrinsic(b, "llvm.fabs.f32", F32, [v]), ll.Constant(F32, 2.0 ** (bias - 1 + mbits)))
     tiny = b.fptoui(cg.ocl.intrinsic(b, "llvm.rint.f32", F32, [scaled]), I32)
     byte = b.select(b.icmp_unsigned("<", a, c((127 - bias + 1) << 23)), tiny, normal)
+    if t.name in FP8_FNUZ:   # no negative zero; the one NaN is 0x80
+        out = b.select(b.icmp_unsigned("==", byte, c(0)), c(0), b.or_(byte, sign))
+        return b.trunc(b.select(b.fcmp_unordered("uno", v, v), c(0x80), out), I8)
     byte = b.select(b.fcmp_unordered("uno", v, v), c(0x7F), byte)
     return b.trunc(b.or_(byte, sign), I8)
 

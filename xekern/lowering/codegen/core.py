@@ -419,8 +419,10 @@ def f32_to_bf16_bits(x: float) -> int:
     return ((bits + rounding) >> 16) & 0xFFFF
 
 
-# fp8 formats: (mantissa bits, exponent bias, largest finite byte)
-FP8 = {"f8E5M2": (2, 15, 0x7B), "f8E4M3FN": (3, 7, 0x7E)}
+# fp8 formats: (mantissa bits, exponent bias, largest finite byte); the fnuz ones (no inf, no -0,
+# NaN 0x80) are FP8_FNUZ
+FP8 = {"f8E5M2": (2, 15, 0x7B), "f8E4M3FN": (3, 7, 0x7E), "f8E4M3FNUZ": (3, 8, 0x7F), "f8E5M2FNUZ": (2, 16, 0x7F)}
+FP8_FNUZ = ("f8E4M3FNUZ", "f8E5M2FNUZ")
 
 
 def fp8_bits(x: float, t: DType) -> int:
@@ -429,17 +431,19 @@ def fp8_bits(x: float, t: DType) -> int:
     import math
     import struct
     mbits, bias, top = FP8[t.name]
+    fnuz = t.name in FP8_FNUZ
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
     sign = (bits >> 24) & 0x80
     if math.isnan(x):
-        return sign | 0x7F
+        return 0x80 if fnuz else sign | 0x7F
     a = bits & 0x7FFFFFFF
     if a < (127 - bias + 1) << 23:   # below the smallest normal: a multiple of the subnormal step
         q = round(abs(struct.unpack("<f", struct.pack("<I", a))[0]) * 2.0 ** (bias - 1 + mbits))  # (to even)
-        return sign | q
-    sh = 23 - mbits
-    r = a + (1 << (sh - 1)) - 1 + ((a >> sh) & 1)
-    return sign | min((r >> sh) - ((127 - bias) << mbits), top)
+    else:
+        sh = 23 - mbits
+        r = a + (1 << (sh - 1)) - 1 + ((a >> sh) & 1)
+        q = min((r >> sh) - ((127 - bias) << mbits), top)
+    return 0 if fnuz and q == 0 else sign | q
 
 
 def generate(func: ir.FuncOp, options) -> "CodeGen":
