@@ -128,8 +128,8 @@ class MemorySemantic:
         self.b.create(ir.StoreScatterOp, v.handle, td.handle, m.handle, hints=hints)
 
     def atomic(self, kind: str, ptr, val, mask=None, cmp=None, sem=None, scope=None):
-        self.check_writable(ptr, f"atomic_{kind}")
         """``xl.atomic_<kind>(ptrs, val, mask)``: returns the old values."""
+        self.check_writable(ptr, f"atomic_{kind}")
         if kind not in ATOMIC_KINDS:
             raise SemanticError(f"unknown atomic {kind}")
         for name, v, ok in (("sem", sem, (None, "relaxed", "acq_rel", "acquire", "release")),

@@ -83,8 +83,8 @@ class NdDescriptorSemantic:
                              (tuple(unwrap(v) for v in given), tuple(unwrap(v) for v in strides)))
 
     def _nd_pieces(self, d: nd_descriptor, offsets):
-        """(leading block position, its 2-D descriptor, the row/column offsets) for every position
-        of the block along the leading dimensions."""
+        """([(leading block position, its 2-D descriptor)] for every position of the block along the
+        leading dimensions, the row and column offsets)."""
         rank = len(d.block_shape)
         offs = self._index_list(offsets if offsets is not None else [0] * rank, rank, "offsets")
         out = []

@@ -276,15 +276,7 @@ class TileSemantic:
 
     def _combine(self, generator, fn, a: tensor, b: tensor) -> tensor:
         """Inline the user's combine function on two tiles, as a call from the kernel would be."""
-        import inspect
-        try:
-            inspect.signature(fn.fn).bind(a, b)
-        except TypeError as e:
-            raise SemanticError(f"all_reduce combine function {fn.__name__} must take two values: {e}") from None
-        r = unwrap(generator.inline(fn, a, b))
-        if not isinstance(r, tensor):
-            raise SemanticError(f"all_reduce combine function {fn.__name__} must return one value, got {r!r}")
-        return self.cast(self.broadcast_to(r, a.shape), a.dtype)
+        return self._combine_tuple(generator, fn, [a], [b])[0]
 
     def _all_reduce_tree(self, x: tensor, fn, generator) -> tensor:
         shape = list(x.shape)
@@ -312,63 +304,54 @@ class TileSemantic:
     def scan(self, x, axis, combine, generator=None, reverse: bool = False) -> tensor:
         """An inclusive scan of ``x`` along ``axis`` (``xl.cumsum``, ``xl.cumprod``,
         ``xl.associative_scan``): ``combine`` is "sum", "prod" or an ``@xk.jit`` function of two
-        tiles (associative). Hillis-Steele through SLM, which works for every layout: the running
-        tile is stored into the upper half of a buffer twice its length along ``axis``, and step ``k``
-        (1, 2, 4, ...) combines each element with the one ``k`` before it (after it when
-        ``reverse``), read back at a shifted offset; elements with nothing ``k`` before them keep
-        their value. ``log2(n)`` steps, one barrier each (two buffers alternate)."""
+        tiles (associative). Hillis-Steele through SLM (``_scan_steps``)."""
         self.require_level("a scan", "wg", hint="; scan a subgroup's tile with xl.subgroup_* at lane level")
         x = self.to_tensor(x)
         if not x.is_tile:
             return x
-        axis = self._axis(x, axis)
-        n = x.shape[axis]
-        if n == 1:
-            return x
-        idx = self._along(x, axis)
-        slm = _Exchange(self, x, axis, 0 if reverse else n)
-        acc, k = x, 1
-        while k < n:
-            slm.publish(acc)
-            other = slm.read(k if reverse else -k)
-            both = self._combine_pair(generator, combine, acc, other) if reverse else \
-                self._combine_pair(generator, combine, other, acc)
-            has = self.compare("lt", idx, n - k) if reverse else self.compare("ge", idx, k)
-            acc = self.where(has, both, acc)
-            k *= 2
-        return acc
+        return self._scan_steps([x], self._axis(x, axis),
+                                lambda a, b: [self._combine_pair(generator, combine, a[0], b[0])], reverse)[0]
 
     def scan_tuple(self, xs, axis, fn, generator, reverse: bool = False) -> tuple:
         """``xl.associative_scan((a, b, ...), axis, combine_fn)``: several tiles of one shape scanned
         together, ``combine_fn`` taking the two sides' values (``a1, b1, ..., a2, b2, ...``) and
-        returning one value per tile (Triton's tuple form). The same Hillis-Steele steps as
-        ``scan``, each tile through its own SLM exchange."""
+        returning one value per tile (Triton's tuple form)."""
         self.require_level("a scan", "wg", hint="; scan a subgroup's tile with xl.subgroup_* at lane level")
         xs = [self.to_tensor(x) for x in xs]
         if len({tuple(x.shape) for x in xs}) != 1:
             raise SemanticError(f"a scan of several tiles needs one shape, got {[list(x.shape) for x in xs]}")
         if not xs[0].is_tile:
             return tuple(xs)
-        axis = self._axis(xs[0], axis)
+        return tuple(self._scan_steps(xs, self._axis(xs[0], axis),
+                                      lambda a, b: self._combine_tuple(generator, fn, a, b), reverse))
+
+    def _scan_steps(self, xs, axis: int, combine, reverse: bool) -> list:
+        """Hillis-Steele through SLM, which works for every layout: each running tile is stored into
+        the upper half of a buffer twice its length along ``axis`` (its own buffers), and step ``k``
+        (1, 2, 4, ...) combines each element with the one ``k`` before it (after it when
+        ``reverse``), read back at a shifted offset; elements with nothing ``k`` before them keep
+        their value. ``log2(n)`` steps, one barrier per tile each (two buffers alternate).
+        ``combine(earlier, later)`` takes and gives one tile per input."""
         n = xs[0].shape[axis]
         if n == 1:
-            return tuple(xs)
+            return list(xs)
         idx = self._along(xs[0], axis)
         exchanges = [_Exchange(self, x, axis, 0 if reverse else n) for x in xs]
-        acc, k = xs, 1
+        acc, k = list(xs), 1
         while k < n:
             for e, a in zip(exchanges, acc):
                 e.publish(a)
             other = [e.read(k if reverse else -k) for e in exchanges]
-            both = self._combine_tuple(generator, fn, acc, other) if reverse else \
-                self._combine_tuple(generator, fn, other, acc)
+            both = combine(acc, other) if reverse else combine(other, acc)
             has = self.compare("lt", idx, n - k) if reverse else self.compare("ge", idx, k)
             acc = [self.where(has, b, a) for b, a in zip(both, acc)]
             k *= 2
-        return tuple(acc)
+        return acc
 
     def reduce_tuple(self, xs, axis, fn, generator, keep_dims: bool = False) -> tuple:
-        """``xl.reduce((a, b, ...), axis, combine_fn)``: the last elements of ``scan_tuple``."""
+        """``xl.reduce((a, b, ...), axis, combine_fn)``: the last elements of ``scan_tuple``, taken out
+        by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every value.
+        ``axis=None`` reduces every dimension in turn."""
         xs = [self.to_tensor(x) for x in xs]
         if not xs[0].is_tile:
             return tuple(xs)
@@ -386,17 +369,20 @@ class TileSemantic:
                                  "sum", keep_dims=keep_dims) for s in scanned)
 
     def _combine_tuple(self, generator, fn, a: list, b: list) -> list:
-        """Inline the combine function on the values of two sides; one value per tile back."""
+        """Inline the combine function on the values of two sides (one tile per input each); one
+        value per input back, cast to its dtype and shape."""
         import inspect
+        want = "two values" if len(a) == 1 else f"{2 * len(a)} values"
         try:
             inspect.signature(fn.fn).bind(*a, *b)
         except TypeError as e:
-            raise SemanticError(f"combine function {fn.__name__} of {len(a)} tiles must take {2 * len(a)} values: "
-                                f"{e}") from None
+            raise SemanticError(f"combine function {fn.__name__} must take {want}: {e}") from None
         r = unwrap(generator.inline(fn, *a, *b))
+        if len(a) == 1 and isinstance(r, tensor):
+            r = (r,)
         if not isinstance(r, (tuple, list)) or len(r) != len(a):
-            raise SemanticError(f"combine function {fn.__name__} of {len(a)} tiles must return {len(a)} values, got "
-                                f"{r!r}")
+            raise SemanticError(f"combine function {fn.__name__} must return {'one value' if len(a) == 1 else f'{len(a)} values'}"
+                                f", got {r!r}")
         return [self.cast(self.broadcast_to(self.to_tensor(v), x.shape), x.dtype) for v, x in zip(r, a)]
 
     def flip(self, x, axis) -> tensor:
@@ -560,23 +546,8 @@ class TileSemantic:
         return self.reduce(self.where(hit, cand, self.const(zero, src.dtype)), rank, "sum")
 
     def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
-        """``xl.reduce(x, axis, combine_fn)``: the last element of the inclusive scan along ``axis``,
-        taken out by a sum with ``-0.0`` (0 for integers) everywhere else, which is exact for every
-        value. ``axis=None`` reduces every dimension in turn."""
-        x = self.to_tensor(x)
-        if not x.is_tile:
-            return x
-        if axis is None:
-            out = x
-            for _ in range(len(x.shape)):
-                out = self.reduce_with(out, len(out.shape) - 1, fn, generator)
-            return self.reshape(self.splat(out, (1,)), (1,) * len(x.shape)) if keep_dims else out
-        axis = self._axis(x, axis)
-        n = x.shape[axis]
-        scanned = self.scan(x, axis, fn, generator)
-        last = self.compare("eq", self._along(x, axis), n - 1)
-        zero = -0.0 if x.dtype.is_floating else 0
-        return self.reduce(self.where(last, scanned, self.const(zero, x.dtype)), axis, "sum", keep_dims=keep_dims)
+        """``xl.reduce(x, axis, combine_fn)`` of one tile: ``reduce_tuple`` of ``(x,)``."""
+        return self.reduce_tuple([x], axis, fn, generator, keep_dims)[0]
 
     def _combine_pair(self, generator, combine, a: tensor, b: tensor) -> tensor:
         if isinstance(combine, str):
