@@ -182,7 +182,7 @@ def _record(jit, target: str, num_subgroups: int, **signature) -> Record:
 # helpers that examples' kernels call (inlined, so they are in their callers' IR)
 INLINED = {"gemm/gemm.py": {"gelu"}, "triton_ports/03_matrix_multiplication.py": {"leaky_relu"},
            "triton_ports/03a_matrix_multiplication_descriptor.py": {"_compute_pid"},
-           "attention/attention.py": {"_fwd_blocks"}, "triton_ports/06_fused_attention.py": {"_attn_fwd_inner"}}
+           "attention/attention.py": {"_fwd_blocks", "_rows"}, "triton_ports/06_fused_attention.py": {"_attn_fwd_inner"}}
 
 
 def examples() -> Dict[str, List[Record]]:

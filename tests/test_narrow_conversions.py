@@ -31,18 +31,25 @@ def dot_chain(q_ptr, k_ptr, v_ptr, o_ptr, N, BM: xl.constexpr, BN: xl.constexpr,
     o_desc.store([pid * BM, 0], acc)
 
 
-@pytest.mark.parametrize("N", [16, 83])
-def test_chain_on_the_cpu_device(rng, N):
-    """On ``cpu8`` (dg2's 8-wide DPAS: A packs two K elements per lane, C one) P still changes
-    layout between the dots, after its cast."""
+def run_chain(rng, N, target):
+    """The chain on fresh data at K = N (ragged against BN 16), checked against float64 NumPy with
+    P rounded to f16 as the kernel does; the launch (its stages) back."""
     BM, BN, D, programs = 32, 16, 32, 2
     q = (0.1 * rng.standard_normal((BM * programs, D))).astype(np.float16)
     k = (0.1 * rng.standard_normal((D, N))).astype(np.float16)
     v = rng.standard_normal((N, D)).astype(np.float16)
     o = poisoned((BM * programs, D), np.float32)
-    launch = dot_chain[(programs,)](q, k, v, o, N, BM=BM, BN=BN, D=D, num_subgroups=4, target="cpu8")
+    launch = dot_chain[(programs,)](q, k, v, o, N, BM=BM, BN=BN, D=D, num_subgroups=4, target=target)
     p = np.exp(q.astype(np.float64) @ k.astype(np.float64)).astype(np.float16)
     close(o, p.astype(np.float64) @ v.astype(np.float64), rtol=2e-3, atol=2e-3 * np.sqrt(N))
+    return launch
+
+
+@pytest.mark.parametrize("N", [16, 83])
+def test_chain_on_the_cpu_device(rng, N):
+    """On ``cpu8`` (dg2's 8-wide DPAS: A packs two K elements per lane, C one) P still changes
+    layout between the dots, after its cast."""
+    launch = run_chain(rng, N, "cpu8")
     layout = launch.asm["narrow-conversions"]
     loop = layout.split("scf.for")[1]
     assert loop.index("arith.truncf") < loop.index("xegpu.convert_layout"), loop
@@ -74,12 +81,5 @@ def test_chained_dots_give_each_subgroup_whole_rows(target):
 
 def test_chain_without_a_conversion_on_the_cpu_device(rng):
     """The same chain on ``cpu`` (pvc's model): whole-row grids and no conversion, right at a ragged N."""
-    BM, BN, D, programs, N = 32, 16, 32, 2, 83
-    q = (0.1 * rng.standard_normal((BM * programs, D))).astype(np.float16)
-    k = (0.1 * rng.standard_normal((D, N))).astype(np.float16)
-    v = rng.standard_normal((N, D)).astype(np.float16)
-    o = poisoned((BM * programs, D), np.float32)
-    launch = dot_chain[(programs,)](q, k, v, o, N, BM=BM, BN=BN, D=D, num_subgroups=4, target="cpu")
-    p = np.exp(q.astype(np.float64) @ k.astype(np.float64)).astype(np.float16)
-    close(o, p.astype(np.float64) @ v.astype(np.float64), rtol=2e-3, atol=2e-3 * np.sqrt(N))
+    launch = run_chain(rng, 83, "cpu")
     assert "convert_layout" not in launch.asm["layout"].split("scf.for")[1]

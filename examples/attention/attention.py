@@ -38,6 +38,12 @@ LOG2E = 1.4426950408889634
 
 
 @xk.jit
+def _rows(X, base, N_CTX, D: xl.constexpr, R: xl.constexpr):
+    """Blocks of ``R`` rows of one head's (N_CTX, D) matrix at ``X + base`` (a contiguous head)."""
+    return xl.make_tensor_descriptor(X + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[R, D])
+
+
+@xk.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_desc, v_desc, lo, hi, offs_m, qk_scale, N_CTX,
                 BN: xl.constexpr, MASK: xl.constexpr, CAUSAL: xl.constexpr):
     """The online softmax over key blocks [lo, hi): ``acc``, the row sums ``l_i`` and maxima ``m_i``
@@ -75,10 +81,10 @@ def attn_fwd(Q, K, V, O, M, sm_scale, N_CTX,
     start_m = xl.program_id(0) * BM
     off_hz = xl.program_id(1)
     base = off_hz.to(xl.int64) * N_CTX * D
-    q_desc = xl.make_tensor_descriptor(Q + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
-    k_desc = xl.make_tensor_descriptor(K + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    v_desc = xl.make_tensor_descriptor(V + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    o_desc = xl.make_tensor_descriptor(O + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
+    q_desc = _rows(Q, base, N_CTX, D, BM)
+    k_desc = _rows(K, base, N_CTX, D, BN)
+    v_desc = _rows(V, base, N_CTX, D, BN)
+    o_desc = _rows(O, base, N_CTX, D, BM)
     offs_m = start_m + xl.arange(0, BM)
     m_i = xl.zeros([BM], dtype=xl.float32) - float("inf")
     l_i = xl.zeros([BM], dtype=xl.float32)
@@ -118,12 +124,12 @@ def attn_bwd_dkdv(Q, K, V, DO, M, DELTA, DK, DV, sm_scale, N_CTX,
     start_n = xl.program_id(0) * BN
     off_hz = xl.program_id(1)
     base = off_hz.to(xl.int64) * N_CTX * D
-    q_desc = xl.make_tensor_descriptor(Q + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
-    do_desc = xl.make_tensor_descriptor(DO + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
-    k_desc = xl.make_tensor_descriptor(K + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    v_desc = xl.make_tensor_descriptor(V + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    dk_desc = xl.make_tensor_descriptor(DK + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    dv_desc = xl.make_tensor_descriptor(DV + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
+    q_desc = _rows(Q, base, N_CTX, D, BM)
+    do_desc = _rows(DO, base, N_CTX, D, BM)
+    k_desc = _rows(K, base, N_CTX, D, BN)
+    v_desc = _rows(V, base, N_CTX, D, BN)
+    dk_desc = _rows(DK, base, N_CTX, D, BN)
+    dv_desc = _rows(DV, base, N_CTX, D, BN)
     k = k_desc.load([start_n, 0])
     v = v_desc.load([start_n, 0])
     offs_n = start_n + xl.arange(0, BN)
@@ -159,11 +165,11 @@ def attn_bwd_dq(Q, K, V, DO, M, DELTA, DQ, sm_scale, N_CTX,
     start_m = xl.program_id(0) * BM
     off_hz = xl.program_id(1)
     base = off_hz.to(xl.int64) * N_CTX * D
-    q_desc = xl.make_tensor_descriptor(Q + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
-    do_desc = xl.make_tensor_descriptor(DO + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
-    k_desc = xl.make_tensor_descriptor(K + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    v_desc = xl.make_tensor_descriptor(V + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BN, D])
-    dq_desc = xl.make_tensor_descriptor(DQ + base, shape=[N_CTX, D], strides=[D, 1], block_shape=[BM, D])
+    q_desc = _rows(Q, base, N_CTX, D, BM)
+    do_desc = _rows(DO, base, N_CTX, D, BM)
+    k_desc = _rows(K, base, N_CTX, D, BN)
+    v_desc = _rows(V, base, N_CTX, D, BN)
+    dq_desc = _rows(DQ, base, N_CTX, D, BM)
     offs_m = start_m + xl.arange(0, BM)
     inside = offs_m < N_CTX
     q = q_desc.load([start_m, 0])

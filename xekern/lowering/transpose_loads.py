@@ -55,8 +55,8 @@ def _foldable(load: Op, uses) -> bool:
 def _split(load: Op, uses) -> bool:
     """Some readers are transposes that feed dots, others are not."""
     readers = [op for op, _ in uses.get(load.result, [])] if _plain_load(load) else []
-    return len(readers) > 1 and isinstance(load.operands[0].op, ir.CreateNdTDescOp) and any(_dot_transpose(r, uses) for r in readers) and \
-        not all(_dot_transpose(r, uses) for r in readers)
+    feeds = [_dot_transpose(r, uses) for r in readers]
+    return len(readers) > 1 and isinstance(load.operands[0].op, ir.CreateNdTDescOp) and any(feeds) and not all(feeds)
 
 
 class TransposeLoads(Rewriter):
