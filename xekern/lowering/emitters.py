@@ -94,6 +94,10 @@ class Emitter:
     # at most this many accumulator slots per lane in one FMA K loop (AVX-512: 32 zmm registers, of
     # which B's rows and the vectorizer's pointers take 6-8): bigger tiles loop per group of rows
     fma_dot_slots: int = 24
+    # DPAS emulated from operands in registers as loops over K (private arrays and tables of the
+    # owning lanes) rather than one shuffle and FMA per element: the CPU runtime's build time grows
+    # with the code, and private arrays cost it nothing (on a GPU they would be scratch)
+    dpas_k_loops: bool = False
     # descriptor loads/stores/prefetches as 2D block messages where the target has them
     block2d: bool = False
     # adjacent instruction blocks merged into one 2D block message (blocking's block_grid)
@@ -157,7 +161,8 @@ def _cpu(d: Driver, t: Target) -> Emitter:
     # f32 dots as FMAs where the modeled GPU has tf32 DPAS (cpu: pvc); where it has none (cpu8: dg2)
     # they stay an error, as on that GPU
     return Emitter("cpu", ("common", "cpu"), "cpu", d, carry_vectors=False, broadcast_ids=True,
-                   fused_dpas_loads=True, vector_tile_access=True, fma_dot=("f32",) if "tf32" in t.dpas else ())
+                   fused_dpas_loads=True, vector_tile_access=True, fma_dot=("f32",) if "tf32" in t.dpas else (),
+                   dpas_k_loops=True)
 
 
 def _igc(d: Driver, t: Target) -> Emitter:

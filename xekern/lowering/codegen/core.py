@@ -28,6 +28,7 @@ from .text import prefill
 from ..spirv_asm import asm_name
 
 GLOBAL, LOCAL = 1, 3
+CONSTANT = 2   # OpenCL's __constant address space
 
 TABLES: Dict[str, Dict[type, Callable]] = {}   # table name -> op class -> rule
 

@@ -5,7 +5,9 @@ as a K loop of broadcasts and FMAs (the micro-kernel the CPU's vectorizer turns 
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
+
+from llvmlite import ir as ll
 
 from ... import ir
 from ...ir.layout import lane_base as lane_base_py, lane_slot_offsets
@@ -13,7 +15,7 @@ from ...ir.types import DType, VectorType
 from ..emitter_decisions import loaded_as_is
 from ..rewrite import PassError
 from .arith import sub_group_shuffle, widen
-from .core import CodeGen, NdDesc, mem_type
+from .core import CONSTANT, CodeGen, NdDesc, mem_type
 from .cpu_tiles import TileAccess, lane_columns, uniform
 from .memory import lane_base, load_elem, zero
 from .nd_elementwise import block_shift, branch_values, nd_origin
@@ -54,6 +56,8 @@ def dpas_emulated(cg: CodeGen, op: ir.DpasOp):
         read_b = _shared_reader(cg, op, op.operands[1])
         if read_b is not None:
             return _dpas_from_memory(cg, op, ta, tb, tc, from_memory, read_b)
+    if cg.emitter.dpas_k_loops and from_memory is None:
+        return _dpas_k_loops(cg, ta, tb, tc, a_slots, b_slots, c_slots)
 
     def a_val(i, k):
         v = a_cache.get((i, k))
@@ -195,36 +199,17 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         return rows, cols
 
     def k_loop(step, offs, start):
-        pre = b.block
-        loop = cg.fn.append_basic_block("dpas.k")
-        done = cg.fn.append_basic_block("dpas.done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        k = b.phi(I32)
-        k.add_incoming(cg.i32(0), pre)
-        accs = [b.phi(v.type) for v in start]
-        for p, v in zip(accs, start):
-            p.add_incoming(v, pre)
-        rows, cols = step(k, offs)
-        new = [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(offs, accs)]
-        k1 = b.add(k, cg.i32(1))
-        end = b.block
-        for p, v in zip(accs, new):
-            p.add_incoming(v, end)
-        k.add_incoming(k1, end)
-        b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
-        b.position_at_end(done)
-        return new
+        def body(k, accs):
+            rows, cols = step(k, offs)
+            return [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(offs, accs)]
+        return _k_loop(cg, K, start, body)
 
     def by_rows(step, prepare=()):
         """One K loop per group of rows whose accumulators fit in registers (balanced groups)."""
         for access in prepare:
             access.prepare()
-        loops = -(-len(c_offs) // cg.emitter.fma_dot_slots)
-        rows = -(-M // loops)
         out = [None] * len(c_offs)
-        for r0 in range(0, M, rows):
-            part = [j for j, (i, _) in enumerate(c_offs) if r0 <= i < r0 + rows]
+        for part in _row_groups(cg, c_offs, M):
             for j, v in zip(part, k_loop(step, [c_offs[j] for j in part], [init[j] for j in part])):
                 out[j] = v
         return [out]
@@ -235,6 +220,115 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
     return branch_values(cg, inside, lambda: by_rows(fast_step, (access_a, access_b)),
                           lambda: by_rows(checked_step), names=("dpas.inside", "dpas.edge", "dpas.end"))
+
+
+def _k_loop(cg: CodeGen, K: int, start: list, body) -> list:
+    """A loop ``for k in range(K)`` carrying ``start`` (LLVM values); ``body(k, carried)`` builds one
+    step and returns the next values. Returns the values after the loop."""
+    b = cg.b
+    pre = b.block
+    loop = cg.fn.append_basic_block("dpas.k")
+    done = cg.fn.append_basic_block("dpas.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    k = b.phi(I32)
+    k.add_incoming(cg.i32(0), pre)
+    accs = [b.phi(v.type) for v in start]
+    for p, v in zip(accs, start):
+        p.add_incoming(v, pre)
+    new = body(k, accs)
+    k1 = b.add(k, cg.i32(1))
+    end = b.block
+    for p, v in zip(accs, new):
+        p.add_incoming(v, end)
+    k.add_incoming(k1, end)
+    b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
+    b.position_at_end(done)
+    return new
+
+
+def _row_groups(cg: CodeGen, c_offs, M: int) -> List[List[int]]:
+    """C's slots (indices into ``c_offs``) in groups of whole rows whose accumulators fit in
+    registers (``emitter.fma_dot_slots``), balanced: one K loop each."""
+    loops = -(-len(c_offs) // cg.emitter.fma_dot_slots)
+    rows = -(-M // loops)
+    groups = [[j for j, (i, _) in enumerate(c_offs) if r0 <= i < r0 + rows] for r0 in range(0, M, rows)]
+    return [g for g in groups if g]
+
+
+def _dpas_k_loops(cg: CodeGen, ta, tb, tc, a_slots, b_slots, c_slots):
+    """DPAS on the CPU device from operands in registers, as loops over K: the lane's slots of A
+    and B go to private arrays, and constant tables say, per step, which lane holds each row's A
+    element (then a shuffle from it) and which slot holds each of B's columns. The code grows
+    with the tile's rows and columns, not with M x N x K as the unrolled form does (whose size
+    the OpenCL CPU runtime pays for at every build: seconds for one 64 x 64 x 32 dot)."""
+    (M, K), sg = ta.shape, cg.target.sg_size
+    b = cg.b
+    owner_a = _owners(ta, sg)
+    b_index = {o: s for s, o in enumerate(lane_slot_offsets(tb.layout, tb.shape))}
+    c_offs = lane_slot_offsets(tc.layout, tc.shape)
+    cols = sorted({oc for _, oc in c_offs})
+    a_arr, b_arr = _private_copy(cg, a_slots, "a"), _private_copy(cg, b_slots, "b")
+    lanes = _table(cg, [owner_a[(i, k)][0] for i in range(M) for k in range(K)])
+    a_at = _table(cg, [owner_a[(i, k)][1] for i in range(M) for k in range(K)])
+    b_at = _table(cg, [b_index[(k, oc)] for k in range(K) for oc in cols])
+    ea, eb, ec = ta.elem, tb.elem, tc.elem
+    init = list(c_slots) if c_slots is not None else [zero(ec)] * len(c_offs)
+
+    def entry(table, index):
+        return b.load(cg.gep(table, I32, index), typ=I32)
+
+    def element(arr, index):
+        return b.load(b.gep(arr, [cg.i32(0), index], inbounds=True))
+
+    def step(offs):
+        def body(k, accs):
+            rows, colv = {}, {}
+            for i, oc in offs:
+                if i not in rows:
+                    at = b.add(cg.i32(i * K), k)
+                    raw = element(a_arr, entry(a_at, at))
+                    rows[i] = _widen_operand(cg, sub_group_shuffle(cg, "idx", raw, entry(lanes, at)), ea)
+                if oc not in colv:
+                    at = b.add(b.mul(k, cg.i32(len(cols))), cg.i32(cols.index(oc)))
+                    colv[oc] = _widen_operand(cg, element(b_arr, entry(b_at, at)), eb)
+            if ec.is_floating:
+                return [cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], colv[oc], acc])
+                        for (i, oc), acc in zip(offs, accs)]
+            return [b.add(acc, b.mul(rows[i], colv[oc])) for (i, oc), acc in zip(offs, accs)]
+        return body
+
+    out = [None] * len(c_offs)
+    for part in _row_groups(cg, c_offs, M):
+        offs = [c_offs[j] for j in part]
+        for j, v in zip(part, _k_loop(cg, K, [init[j] for j in part], step(offs))):
+            out[j] = v
+    return [out]
+
+
+def _private_copy(cg: CodeGen, slots, which: str):
+    """A private array holding ``slots`` (one alloca per element type, length and operand, shared
+    by the kernel's DPAS ops: each fills it before its loops read it)."""
+    t = ll.ArrayType(slots[0].type, len(slots))
+    arr = cg.cached(("dpas_operand", which, str(t)), lambda: cg.b.alloca(t, name=f"dpas.{which}"))
+    for j, v in enumerate(slots):
+        cg.b.store(v, cg.b.gep(arr, [cg.i32(0), cg.i32(j)], inbounds=True))
+    return arr
+
+
+def _table(cg: CodeGen, values: List[int]):
+    """A constant i32 array in OpenCL's constant address space (one per distinct content)."""
+    key = ("dpas_table", tuple(values))
+    g = cg._cache.get(key)
+    if g is None:
+        t = ll.ArrayType(I32, len(values))
+        g = ll.GlobalVariable(cg.module, t, name=cg.module.get_unique_name("dpas.table"), addrspace=CONSTANT)
+        g.global_constant = True
+        g.linkage = "internal"
+        g.initializer = ll.Constant(t, [ll.Constant(I32, v) for v in values])
+        g.type = ll.PointerType(addrspace=CONSTANT)  # (llvmlite's default: a typed pointer; LLVM 22 has none)
+        cg._cache[key] = g
+    return g
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):

@@ -15,10 +15,8 @@ from llvmlite import ir as ll
 
 from ... import ir
 from ...ir.types import DType
-from .core import CodeGen, rule
+from .core import CONSTANT, CodeGen, rule
 from .ocl import F64, I8, I32, I64
-
-CONSTANT = 2   # OpenCL's __constant address space
 
 
 def _printf(cg: CodeGen, fmt: str, args) -> None:
