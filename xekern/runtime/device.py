@@ -12,6 +12,7 @@ import glob
 import os
 import sys
 import threading
+import time
 from typing import Dict, List, Optional
 
 from .. import knobs
@@ -194,6 +195,7 @@ def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
         import dpctl.compiler as comp  # type: ignore
         make = comp.create_kernel_bundle_from_spirv
     copts = grf_copts(queue.sycl_device, grf_mode)
+    t0 = time.perf_counter()
     try:
         prog = make(queue, spirv, copts) if copts else make(queue, spirv)
     except Exception as e:
@@ -202,6 +204,7 @@ def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
     from .cache import stats
     from .driver_refs import release_leaked
     stats["driver_builds"] += 1
+    stats["driver_build_s"] += time.perf_counter() - t0
     kernel = prog.get_sycl_kernel(name)
     release_leaked(kernel, queue)  # dpctl 0.22's OpenCL interop would keep 2-3 MiB per program
     return kernel

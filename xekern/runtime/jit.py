@@ -16,6 +16,7 @@ import inspect
 import os
 import sys
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
@@ -634,7 +635,9 @@ class JITFunction:
                 stats["disk_hits"] += 1
                 return CompiledKernel(meta["name"], spirv, meta, None, rebuild)
         stats["compiles"] += 1
+        t0 = time.perf_counter()
         c: Compiled = compile_kernel(self, sig, options, dump=_dumper(self.__name__))
+        stats["compile_s"] += time.perf_counter() - t0
         meta = {"name": c.name, "workgroup_size": c.workgroup_size, "sg_size": c.sg_size, "slm_bytes": c.slm_bytes,
                 "target": options.target.name, "extents": c.extents, "grf_mode": c.grf_mode,
                 "writes": c.writes, "emitter": options.emitter.name, "surfaces": c.surfaces,
