@@ -18,7 +18,7 @@ def pytest_report_header(config):
 
 
 def pytest_configure(config):
-    """Record every kernel the session compiles, for test_ir_roundtrip.py (ir_corpus.py)."""
+    """Record every kernel the session compiles, for the IR round trip after each test (ir_corpus.py)."""
     from ir_corpus import RECORDER
     RECORDER.install()
     config.pluginmanager.register(RECORDER, "xekern-kernel-recorder")
@@ -29,9 +29,16 @@ def pytest_unconfigure(config):
     RECORDER.uninstall()
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """test_ir_roundtrip.py runs last: it checks every kernel the tests before it compiled."""
-    items.sort(key=lambda item: item.path.name == "test_ir_roundtrip.py")
+@pytest.fixture(autouse=True)
+def ir_round_trip():
+    """After each test: every IR stage of the kernels it compiled prints, parses and prints back to the
+    same text (ir_corpus.Recorder.check_pending); a failure names kernel, stage and line."""
+    yield
+    from ir_corpus import RECORDER
+    failures = RECORDER.check_pending()
+    if failures:
+        pytest.fail(f"{len(failures)} compilations of this test do not round-trip their IR:\n" +
+                    "\n".join(failures[:20]), pytrace=False)
 
 
 @pytest.fixture

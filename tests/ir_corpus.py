@@ -1,10 +1,14 @@
-"""The kernels a test session compiles, for tests that check something of every kernel
-(test_ir_roundtrip.py: every IR stage prints, parses and prints again to the same text).
+"""The kernels a test session compiles, and the check every one of them gets: each IR stage prints,
+parses and prints again to the same text, and the parsed function verifies.
 
 ``RECORDER`` (installed by conftest.py) notes each distinct (kernel, signature, options) the session
-compiles, or loads from the on-disk cache instead of compiling. ``examples()`` is a corpus of its own,
-for a run that compiles nothing else: every ``@xk.jit`` kernel of examples/ at the signature its
-example launches it with. ``ir_stages`` compiles one record to its IR stages only (no codegen)::
+compiles, or loads from the on-disk cache instead of compiling; after each test, conftest.py has it
+round-trip the stages of the compilations that test added (up to ``PER_KERNEL_AND_TARGET`` per kernel
+and target), so the check covers the whole session in every pytest process (``pytest -n``: each worker
+checks what it compiled) and a failure is reported at the test that compiled the kernel.
+``examples()`` is a corpus of its own (test_ir_roundtrip.py): every ``@xk.jit`` kernel of examples/ at
+the signature its example launches it with. ``ir_stages`` compiles one record to its IR stages only
+(no codegen)::
 
     for rec in RECORDER.records():
         stages = ir_stages(rec)      # {"xegpu": text, "surface-rules": text, ..., "lane": text}
@@ -14,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List
 
@@ -22,6 +27,7 @@ import xekern.language as xl
 import xekern.runtime.jit as jitmod
 from xekern import ir
 from xekern.compiler import compile_kernel
+from xekern.errors import XekernError
 from xekern.lowering import pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,14 +61,23 @@ class Record:
                 f"emitter {self.options.emitter.name}, {consts}{where}")
 
 
+# compilations round-tripped per (kernel, target): the first signatures and options recorded (a fuzzing
+# test may compile one kernel at hundreds of shapes)
+PER_KERNEL_AND_TARGET = 4
+
+
 class Recorder:
     """A pytest plugin that records the session's compilations (compiled or loaded from the disk
-    cache) by wrapping ``JITFunction._load_or_compile`` and the jit module's ``compile_kernel``."""
+    cache) by wrapping ``JITFunction._load_or_compile`` and the jit module's ``compile_kernel``, and
+    round-trips their IR stages (``check_pending``)."""
 
     def __init__(self):
         self.seen: Dict[tuple, Record] = {}
         self.test = ""
         self._saved = None
+        self.pending: List[Record] = []        # recorded, not yet round-tripped
+        self._per_target: Dict[tuple, int] = {}
+        self.checked = dict(kernels=set(), compilations=0, stages=0, seconds=0.0)
 
     def records(self) -> List[Record]:
         return list(self.seen.values())
@@ -73,7 +88,26 @@ class Recorder:
         except Exception:   # (a kernel this recorder cannot tell apart is not recorded, not an error of the test)
             return
         if key not in self.seen:
-            self.seen[key] = Record(jit, dict(signature), options, self.test)
+            rec = self.seen[key] = Record(jit, dict(signature), options, self.test)
+            per = (key[0], options.target.name)
+            self._per_target[per] = self._per_target.get(per, 0) + 1
+            if self._per_target[per] <= PER_KERNEL_AND_TARGET:
+                self.pending.append(rec)
+
+    def check_pending(self) -> List[str]:
+        """Round-trip the pending records' stages (``check``); what went wrong, one line each."""
+        todo, self.pending = self.pending, []
+        failures, stages, seconds = check(todo)
+        self.checked["kernels"].update(r.identity for r in todo)
+        self.checked["compilations"] += len(todo)
+        self.checked["stages"] += stages
+        self.checked["seconds"] += seconds
+        return failures
+
+    def summary(self) -> str:
+        c = self.checked
+        return (f"IR round trip in this process: {len(c['kernels'])} kernels, {c['compilations']} of "
+                f"{len(self.seen)} compilations, {c['stages']} stages, {c['seconds']:.1f} s")
 
     def pytest_runtest_setup(self, item):
         self.test = item.nodeid
@@ -129,6 +163,47 @@ def ir_stages(rec: Record) -> Dict[str, str]:
     except _Enough:
         pass
     return out
+
+
+def first_difference(a: str, b: str) -> str:
+    la, lb = a.splitlines(), b.splitlines()
+    for i in range(max(len(la), len(lb))):
+        x = la[i] if i < len(la) else "(end of text)"
+        y = lb[i] if i < len(lb) else "(end of text)"
+        if x != y:
+            return f"line {i + 1}:\n    printed:   {x}\n    reprinted: {y}"
+    return "(no difference)"
+
+
+def round_trip(text: str, where: str) -> str:
+    """'' when ``text`` parses, verifies and prints back to itself; else what went wrong."""
+    try:
+        f = ir.parse_func(text, where)
+        ir.verify_func(f)
+    except (ir.ParseError, ir.IRError, ir.LayoutError) as e:
+        return f"{type(e).__name__}: {e}"
+    again = ir.print_func(f)
+    return "" if again == text else "does not print back the same: " + first_difference(text, again)
+
+
+def check(records: List[Record], stages_of=None):
+    """Round-trip every stage of each record (``stages_of``: ``ir_stages`` unless given): (one line
+    per compilation that does not, naming kernel and stage; stages checked; seconds)."""
+    stages_of = stages_of or ir_stages
+    failures, stages, t0 = [], 0, time.perf_counter()
+    for rec in records:
+        try:
+            texts = stages_of(rec)
+        except XekernError as e:  # compiled when it was recorded: it must compile now
+            failures.append(f"{rec.describe()}: no longer compiles: {e}")
+            continue
+        for stage, text in texts.items():
+            stages += 1
+            problem = round_trip(text, f"{rec.kernel}:{stage}")
+            if problem:
+                failures.append(f"{rec.describe()}: stage '{stage}': {problem}")
+                break
+    return failures, stages, time.perf_counter() - t0
 
 
 # ---- the examples' own corpus ------------------------------------------------------------------------

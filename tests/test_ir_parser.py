@@ -1,6 +1,7 @@
 """The IR parser (xekern/ir/parser.py) against the printer: what the printer writes reads back as the
 same ops, types and attribute values, and text that does not read is an error at its line and column.
-(test_ir_roundtrip.py reads back every stage of every kernel; this file covers what kernels rarely hold.)"""
+(conftest.py reads back every stage of every kernel the suite compiles, test_ir_roundtrip.py the
+examples'; this file covers what kernels rarely hold.)"""
 import math
 import re
 
