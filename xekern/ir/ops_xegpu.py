@@ -333,7 +333,10 @@ class DpasOp(Op):
     """``xegpu.dpas %a, %b, %acc``: ``acc + a @ b`` on the matrix engine (B in VNNI form)."""
 
     NAME = "xegpu.dpas"
-    ATTRS = (Attr("precision", str, doc="tf32 for f32 operands"), TILES)
+    ATTRS = (Attr("precision", str, doc="tf32 for f32 operands"), TILES,
+             Attr("flavour", str, ("emitter-decisions",),
+                  "builtin: IGC's own DPAS where the emitter would write inline vISA (a loop that computes "
+                  "on other tiles between its products)"))
 
     def __init__(self, a: Value, b: Value, acc: Optional[Value], type: VectorType, loc=None):
         super().__init__([a, b] + ([acc] if acc is not None else []), [type], loc=loc)

@@ -10,6 +10,12 @@ Codegen's rules follow these marks; this pass decides them from the lane IR and 
   DPAS accumulators only (the visa emitter): the iteration's value goes through a chain of DPAS in
   the body itself (each one's result used by the next one alone) and the chain's end is yielded
   and used nowhere else in the loop; they live in named vISA registers for the whole loop;
+* ``flavour = "builtin"`` on a DPAS the visa emitter would write as inline vISA, in a loop that
+  computes on other tiles between its products (``holds_operands``: attention's softmax between
+  ``q @ k.T`` and ``p @ v``) and whose operands are not in named registers: IGC's own DPAS, which it
+  schedules and allocates itself. Inline vISA there makes IGC keep every operand and accumulator
+  whole across the computation: attention's forward at 16 rows per subgroup spills 8-11 KiB on
+  pvc and bmg (1,115-1,238 instructions per 64 DPAS), and with IGC's DPAS none (819 on pvc);
 * ``flavour = "visa"`` on an SLM-only barrier (``memory = "local"``) inside a counted loop of a
   workgroup-level kernel (the visa emitter): 4 inline-vISA instructions, 2 without a fence
   (``codegen/visa_barrier.py``), where IGC's own barrier is 6.
@@ -22,6 +28,8 @@ from typing import List
 
 from .. import ir
 from ..ir.core import Op
+from ..ir.layout import lane_slot_offsets
+from ..ir.types import VectorType
 from .emitters import inline_dpas
 from .rewrite import copy_func
 
@@ -40,6 +48,11 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
             loops.append(op)
     if e.named_reads and ctx.level == "wg":
         for loop in loops:
+            if holds_operands(loop):
+                for op in loop.walk():
+                    if isinstance(op, ir.DpasOp) and not any(named_read(v.op) for v in op.operands[:2]):
+                        op.attrs["flavour"] = "builtin"
+        for loop in loops:
             acc = accumulators(loop, uses, ctx)
             if acc:
                 loop.attrs["accumulators"] = acc
@@ -47,6 +60,40 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
                 if isinstance(op, ir.BarrierOp) and op.attrs.get("memory") == "local":
                     op.attrs["flavour"] = "visa"
     return out
+
+
+# ops that load, move, view, fill or multiply tiles (a tn GEMM's A^T goes through a transpose to SLM;
+# a K loop at a tensor's edge gathers and fills with ``other``); any other op with a float tile result
+# computes on one
+_OPERAND_OPS = (ir.LoadNdOp, ir.LoadMatrixOp, ir.LoadGatherOp, ir.DpasOp, ir.TransposeOp, ir.ShapeCastOp,
+                ir.ConvertLayoutOp, ir.BroadcastOp, ir.ConstantOp, ir.SelectOp, ir.ForOp, ir.IfOp, ir.YieldOp)
+
+
+def holds_operands(loop: ir.ForOp) -> bool:
+    """Whether ``loop``'s body computes on float tiles besides loading them and running DPAS on them
+    (a GEMM's K loop does not, even when it moves tiles of pointers or masks as tutorial 03's does;
+    attention's, with the softmax between its two products, does)."""
+    return any(isinstance(r.type, VectorType) and r.type.elem.is_floating and not isinstance(o, _OPERAND_OPS)
+               for o in loop.walk() if o is not loop for r in o.results)
+
+
+def innermost_loop(op: Op):
+    """The innermost ``scf.for`` around ``op`` (None outside loops)."""
+    block = op.parent
+    while block is not None and block.parent is not None:
+        if isinstance(block.parent, ir.ForOp):
+            return block.parent
+        block = block.parent.parent
+    return None
+
+
+def named_read(op) -> bool:
+    """Whether ``op`` is a 2D block read of more than 16 dwords per lane (merge-block-messages
+    merged it for a named register: only inline-vISA DPAS takes its pieces)."""
+    if not isinstance(op, ir.LoadNdOp):
+        return False
+    bits = sum(len(lane_slot_offsets(t.layout, t.shape)) * t.elem.bits for t in op.attrs.get("tiles", ()))
+    return bits > 16 * 32
 
 
 def loaded_as_is(dpas: ir.DpasOp, i: int) -> bool:
@@ -86,7 +133,8 @@ def accumulators(loop: ir.ForOp, uses, ctx) -> tuple:
             us = readers.get(v, [])
             d = us[0] if len(us) == 1 else None
             if not (isinstance(d, ir.DpasOp) and d in top and len(d.operands) > 2 and d.operands[2] is v
-                    and v not in d.operands[:2] and inline_dpas(ctx.emitter, ctx.level, d.attrs["tiles"][0].elem.name)):
+                    and v not in d.operands[:2] and d.attrs.get("flavour") != "builtin"
+                    and inline_dpas(ctx.emitter, ctx.level, d.attrs["tiles"][0].elem.name)):
                 break
             chain = True
             v = d.results[0]

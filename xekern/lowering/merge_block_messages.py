@@ -29,6 +29,7 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.terms import known_multiple
 from ..ir.types import VectorType
+from .emitter_decisions import holds_operands, innermost_loop
 from .emitters import VISA_DPAS_PRECISION, named_read_bits, slm_read_bytes
 from .layouts import rows_per_register
 from .messages import origin_multiple, slm_contiguous
@@ -53,9 +54,12 @@ class MergeBlockMessages(Copy):
         uses = ir.users(func)
         # loads whose every result is a DPAS A or B operand and nothing else, of a type inline-vISA
         # DPAS takes: it names them inside a named register, so their messages may exceed an LLVM vector
+        # (not for DPAS in a loop that computes on other tiles: emitter-decisions gives those IGC's DPAS)
+        held = {lp for lp in func.walk() if isinstance(lp, ir.ForOp) and holds_operands(lp)}
         self.dpas_only = {o for o in func.walk() if isinstance(o, (ir.LoadNdOp, ir.LoadMatrixOp)) and o.results
                           and all(uses.get(r) and all(isinstance(u, ir.DpasOp) and i < 2 and
-                                                      r.type.elem.name in VISA_DPAS_PRECISION for u, i in uses[r])
+                                                      r.type.elem.name in VISA_DPAS_PRECISION and
+                                                      innermost_loop(u) not in held for u, i in uses[r])
                                   for r in o.results)}
         self.plan: Dict[Op, Optional[Tuple[List[Op], tuple]]] = {}   # first block -> (blocks, block_grid)
         for blocks in _tiles(func):

@@ -30,8 +30,10 @@ from .dpas_builtin import pack
 from .memory import zero
 
 def inline_dpas(cg: CodeGen, op: ir.DpasOp) -> bool:
-    """Whether the visa emitter writes this DPAS as inline vISA (``emitters.inline_dpas``)."""
-    return emitters.inline_dpas(cg.emitter, cg.options.level, op.attrs["tiles"][0].elem.name)
+    """Whether the visa emitter writes this DPAS as inline vISA (``emitters.inline_dpas``), unless
+    emitter-decisions gave it IGC's own (``flavour = "builtin"``)."""
+    return op.attrs.get("flavour") != "builtin" and \
+        emitters.inline_dpas(cg.emitter, cg.options.level, op.attrs["tiles"][0].elem.name)
 
 
 @dataclass
