@@ -186,7 +186,7 @@ def test_opt_errors_are_one_line_with_their_place(work):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["-p", "layout,nope", "x.ir"], "-p layout,nope: unknown pass 'nope'; passes: drop-breakpoints, block-pointers, surface-rules, "),
+    (["-p", "layout,nope", "x.ir"], "-p layout,nope: unknown pass 'nope'; passes: drop-breakpoints, fp-fusion, block-pointers, "),
     (["x.ir"], "give the passes to run: -p PASS[,PASS] (python -m xekern opt --list names them)"),
     (["-p", "sg", "missing.ir"], "cannot read missing.ir: No such file or directory"),
     (["-p", "sg", "x.ir"], "x.ir: pass 'sg' runs on wg-level IR, but @k is at level 'sg' (its 'level' attribute)"),

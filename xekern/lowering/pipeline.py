@@ -3,8 +3,8 @@
 The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them between the frontend and
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
-    xegpu ─drop-breakpoints─▶ ─block-pointers─▶ ─surface-rules─▶ ─transpose-loads─▶ ─slm-transpose─▶
-          ─layout─▶ ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
+    xegpu ─drop-breakpoints─▶ ─fp-fusion─▶ ─block-pointers─▶ ─surface-rules─▶ ─transpose-loads─▶
+          ─slm-transpose─▶ ─layout─▶ ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
           ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
@@ -24,9 +24,9 @@ from .. import ir
 from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
-from . import (block_pointers, blocking, coalesce, drop_breakpoints, emitter_decisions, global_order,
-               hoist_conversions, merge_block_messages, narrow_conversions, propagate_layout, sg_to_lane,
-               slm_barriers, slm_transpose, strip_mine, surface_rules, transpose_loads, wg_to_sg)
+from . import (block_pointers, blocking, coalesce, drop_breakpoints, emitter_decisions, fp_fusion,
+               global_order, hoist_conversions, merge_block_messages, narrow_conversions, propagate_layout,
+               sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, transpose_loads, wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -49,6 +49,8 @@ class Options:
     # checked descriptor, or one bool for all); None: all yes (a launch verifies them before it uses
     # the kernel)
     surfaces: Union[None, bool, Tuple[bool, ...]] = None
+    # a float multiply feeding one add as one fma (pass fp-fusion; Triton's enable_fp_fusion)
+    fp_fusion: bool = True
 
     def __post_init__(self):
         if self.emitter is None:
@@ -58,7 +60,7 @@ class Options:
     def key(self) -> tuple:
         """What distinguishes two compilations besides source and signature."""
         return (self.target.name, self.num_subgroups, self.grf_mode, self.debug, self.opt_level, self.emitter.key,
-                self.level, self.surfaces)
+                self.level, self.surfaces, self.fp_fusion)
 
     @property
     def sg_size(self) -> int:
@@ -85,6 +87,7 @@ class Pass(NamedTuple):
 # The IR passes, in order. A pass runs when the function is at one of its levels.
 PASSES: List[Pass] = [
     Pass("drop-breakpoints", LEVELS, None, drop_breakpoints.run),
+    Pass("fp-fusion", LEVELS, None, fp_fusion.run),
     Pass("block-pointers", ("wg",), None, block_pointers.run),
     Pass("surface-rules", LEVELS, None, surface_rules.run),            # marks descriptors
     Pass("transpose-loads", ("wg",), None, transpose_loads.run),

@@ -41,7 +41,8 @@ from .cache import compiler_fingerprint, disk_cache, stats
 
 # @xk.jit(level=...) -> the IR level the frontend builds (func.attrs["level"])
 LEVELS = {"workgroup": "wg", "subgroup": "sg", "lane": "lane"}
-LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level", "emitter")
+LAUNCH_OPTIONS = ("num_subgroups", "queue", "device", "target", "debug", "grf_mode", "opt_level", "emitter",
+                  "enable_fp_fusion")
 _UNSET = object()
 _OPTION_SET = frozenset(LAUNCH_OPTIONS)
 _NO_OVERRIDES: Dict[str, Any] = {}
@@ -563,7 +564,8 @@ class JITFunction:
         debug = bool(overrides.get("debug", self.debug))
         driver = driver or emitters.default_driver(target)
         ckey = (target.name, overrides.get("num_subgroups"), overrides.get("grf_mode"), debug,
-                overrides.get("opt_level"), overrides.get("emitter"), knobs.emitter(), driver)
+                overrides.get("opt_level"), overrides.get("emitter"), knobs.emitter(), driver,
+                overrides.get("enable_fp_fusion"))
         opts = self._options.get(ckey)
         if opts is None:
             opts = self._options[ckey] = self._make_options(overrides, target, debug, driver)
@@ -587,8 +589,11 @@ class JITFunction:
         except emitters.EmitterError as e:
             source = "emitter=" if overrides.get("emitter") else "XEKERN_EMITTER="
             raise LaunchError(f"{source}{name!r}: {e}") from None
+        fusion = overrides.get("enable_fp_fusion", True)
+        if not isinstance(fusion, (bool, np.bool_)):
+            raise LaunchError(f"enable_fp_fusion must be True or False, got {fusion!r}")
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
-                       level=self.level, emitter=emitter,
+                       level=self.level, emitter=emitter, fp_fusion=bool(fusion),
                        # None: chosen per kernel and target (pipeline.llvm_opt_level)
                        opt_level=None if overrides.get("opt_level") is None else int(overrides["opt_level"]))
 
