@@ -3,7 +3,8 @@ against a float64 NumPy reference on fresh random data, at sequence lengths that
 of the blocks, outputs poisoned (``run_case``). The interpreter runs every dtype x causal x head dim;
 the CPU device one case per dtype and f32 at both head dims (its driver takes 15-70 s to build the
 four kernels of one case; the suite's time is counted). The GPU code is
-checked offline: whole-row layouts, no SLM and no barrier in the K/V loop."""
+checked offline: whole-row layouts, no SLM and no barrier in the K/V loop, no spill in the
+forward's ISA."""
 import os
 import sys
 
@@ -69,6 +70,24 @@ def test_forward_layouts_keep_rows_in_subgroups(target):
     sg = c.asm["sg"]
     assert sg.count("scf.for") == 2 and "store_matrix" not in sg and "load_matrix" not in sg and \
         "gpu.barrier" not in sg, sg
+
+
+@pytest.mark.parametrize("target", ["pvc", "bmg"])
+@pytest.mark.parametrize("subgroups", [8, 16])
+def test_forward_isa_has_no_spill_and_one_mad_per_score(target, subgroups):
+    """The current IGC's ISA of the forward at tutorial 06's blocks (bf16, D 64, 128 x 64): no spill
+    and no scratch; in each K/V loop DPAS (IGC's own: the loop computes between its products), no
+    SLM message, barrier or fence, and ``qk * qk_scale - m`` as one ``mad`` per 16 scores (fp-fusion)."""
+    import isa_report
+    head, rows = isa_report.loops(A.attn_fwd, target, xl.bfloat16, ns=subgroups)
+    assert head["spill"] == 0 and head["scratch"] == 0, head
+    assert len(rows) == 2, rows
+    for r in rows:
+        assert r["dpas"] == 512 // subgroups and r["slm"] == r["barriers"] == r["fences"] == 0, r
+    c = A.attn_fwd.compile_offline(_fwd_sig(xl.bfloat16), target=target, num_subgroups=subgroups)
+    lane = c.asm["emitter-decisions"]
+    assert lane.count('flavour = "builtin"') == lane.count("xegpu.dpas"), "inline-vISA DPAS in the K/V loops"
+    assert "math.fma" in c.asm["fp-fusion"]
 
 
 @xk.jit
