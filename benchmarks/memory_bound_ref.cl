@@ -5,7 +5,10 @@
 //   *_vec  per-lane vector loads and stores (vload4 / vstore4), the same uniform test.
 // T is the element type in memory: float (T_F32) or bfloat16 (ushort bits, converted to float).
 // Edge loops (a chunk cut by the end of the data) are not unrolled (#pragma unroll 1), like
-// xekern's loop that takes such a run slot by slot.
+// xekern's loop that takes such a run slot by slot. The loops over a work-group's chunks, rows and
+// elements are counted loops of a compile-time trip count, fully unrolled (#pragma unroll): the
+// ISA's static instruction and message counts are then what a thread executes, as for xekern's
+// straight-line code (a loop left rolled would count its body once however often it runs).
 // Work-group: WG work items in sub-groups of SG (the xekern kernels use the same counts). Each kernel
 // is compiled alone, with its section's defines (-DADD_BLOCK=1024 ...) and -cl-std=CL2.0.
 
@@ -66,7 +69,9 @@ float4 ln_vec(__global const T *p, int c, int n) {
 // block: each sub-group CH-element chunks (one block_read8 of 8 elements per lane)
 REQD __kernel void add_blk(__global const T *x, __global const T *y, __global T *out, int n) {
     int base = get_group_id(0) * ADD_BLOCK;
-    for (int c = base + SGID * CH; c < base + ADD_BLOCK; c += WG / SG * CH) {
+    #pragma unroll
+    for (int t = 0; t < ADD_BLOCK / (WG / SG * CH); t++) {
+        int c = base + SGID * CH + t * (WG / SG * CH);
         if (c + CH <= n) {
             BLOCK_WRITE8(out + c, ST8(LD8(BLOCK_READ8(x + c)) + LD8(BLOCK_READ8(y + c))));
         } else {
@@ -78,7 +83,9 @@ REQD __kernel void add_blk(__global const T *x, __global const T *y, __global T 
 
 REQD __kernel void add_vec(__global const T *x, __global const T *y, __global T *out, int n) {
     int base = get_group_id(0) * ADD_BLOCK;
-    for (int c = base + get_local_id(0) * 4; c < base + ADD_BLOCK; c += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < ADD_BLOCK / (WG * 4); t++) {
+        int c = base + get_local_id(0) * 4 + t * (WG * 4);
         if (c + 4 <= n) {
             vstore4(ST4(LD4(vload4(0, x + c)) + LD4(vload4(0, y + c))), 0, out + c);
         } else {
@@ -214,19 +221,28 @@ REQD __kernel void layer_norm_vec(__global const T *X, __global T *Y, __global c
     X += row * stride;
     Y += row * stride;
     float sum = 0.0f;
-    for (int c = get_local_id(0) * 4; c < N; c += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < LN_BLOCK / (WG * 4); t++) {   // (N <= LN_BLOCK, as the xekern kernel's one tile)
+        int c = get_local_id(0) * 4 + t * (WG * 4);
+        if (c >= N) break;
         float4 a = ln_vec(X, c, N);
         sum += a.s0 + a.s1 + a.s2 + a.s3;
     }
     float mean = work_group_reduce_add(sum) / N;
     float var = 0.0f;
-    for (int c = get_local_id(0) * 4; c < N; c += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < LN_BLOCK / (WG * 4); t++) {
+        int c = get_local_id(0) * 4 + t * (WG * 4);
+        if (c >= N) break;
         float4 a = ln_vec(X, c, N);
         for (int j = 0; j < 4; j++) { float d = c + j < N ? a[j] - mean : 0.0f; var += d * d; }
     }
     float rstd = rsqrt(work_group_reduce_add(var) / N + eps);
     if (get_local_id(0) == 0) { Mean[row] = mean; Rstd[row] = rstd; }
-    for (int c = get_local_id(0) * 4; c < N; c += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < LN_BLOCK / (WG * 4); t++) {
+        int c = get_local_id(0) * 4 + t * (WG * 4);
+        if (c >= N) break;
         float4 y = (ln_vec(X, c, N) - mean) * rstd * ln_vec(W, c, N) + ln_vec(B, c, N);
         if (c + 4 <= N) vstore4(ST4(y), 0, Y + c);
         else {
@@ -294,7 +310,11 @@ float4 gelu4(float4 x) { return 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.0
 // each sub-group takes whole rows; a row of GE_BN elements is GE_BN / CH chunks of one block_read8
 REQD __kernel void gelu_blk(__global const T *x, __global T *y, int M, int N, int stride) {
     int r0 = get_group_id(0) * GE_BM, c0 = get_group_id(1) * GE_BN;
-    for (int r = r0 + SGID; r < r0 + GE_BM && r < M; r += WG / SG)
+    #pragma unroll
+    for (int t = 0; t < GE_BM / (WG / SG); t++) {
+        int r = r0 + SGID + t * (WG / SG);
+        if (r >= M) break;
+        #pragma unroll
         for (int c = c0; c < c0 + GE_BN; c += CH) {
             __global const T *p = x + r * stride + c;
             if (c + CH <= N) {
@@ -304,11 +324,14 @@ REQD __kernel void gelu_blk(__global const T *x, __global T *y, int M, int N, in
                 for (int i = c + LANE; i < N && i < c + CH; i += SG) y[r * stride + i] = ST(gelu(LD(x[r * stride + i])));
             }
         }
+    }
 }
 
 REQD __kernel void gelu_vec(__global const T *x, __global T *y, int M, int N, int stride) {
     int r0 = get_group_id(0) * GE_BM, c0 = get_group_id(1) * GE_BN;
-    for (int e = get_local_id(0) * 4; e < GE_BM * GE_BN; e += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < GE_BM * GE_BN / (WG * 4); t++) {
+        int e = get_local_id(0) * 4 + t * (WG * 4);
         int r = r0 + e / GE_BN, c = c0 + e % GE_BN;
         if (r >= M) break;
         if (c + 4 <= N) {
@@ -325,8 +348,12 @@ REQD __kernel void gelu_vec(__global const T *x, __global T *y, int M, int N, in
 // ---- row sum of an RS_BM x RS_BN tile: out[r] = sum over the tile's columns ---------------------------
 REQD __kernel void row_sum_blk(__global const T *x, __global float *out, int M, int N, int stride) {
     int r0 = get_group_id(0) * RS_BM;
-    for (int r = r0 + SGID; r < r0 + RS_BM && r < M; r += WG / SG) {
+    #pragma unroll
+    for (int t = 0; t < RS_BM / (WG / SG); t++) {
+        int r = r0 + SGID + t * (WG / SG);
+        if (r >= M) break;
         float s = 0.0f;
+        #pragma unroll
         for (int c = 0; c < RS_BN; c += CH) {
             float8 v = ln_chunk(x + r * stride, c, N);
             for (int j = 0; j < 8; j++) s += v[j];
@@ -338,8 +365,12 @@ REQD __kernel void row_sum_blk(__global const T *x, __global float *out, int M, 
 
 REQD __kernel void row_sum_vec(__global const T *x, __global float *out, int M, int N, int stride) {
     int r0 = get_group_id(0) * RS_BM;
-    for (int r = r0 + SGID; r < r0 + RS_BM && r < M; r += WG / SG) {
+    #pragma unroll
+    for (int t = 0; t < RS_BM / (WG / SG); t++) {
+        int r = r0 + SGID + t * (WG / SG);
+        if (r >= M) break;
         float s = 0.0f;
+        #pragma unroll
         for (int c = LANE * 4; c < RS_BN; c += SG * 4) {
             float4 v = ln_vec(x + r * stride, c, N);
             s += v.s0 + v.s1 + v.s2 + v.s3;
@@ -356,7 +387,10 @@ REQD __kernel void transpose_blk(__global const T *x, __global T *y, int M, int 
     __local float tile[TR][TR + 1];
     int r0 = get_group_id(0) * TR, c0 = get_group_id(1) * TR;
     bool full = r0 + TR <= M && c0 + TR <= N;
-    for (int r = SGID; r < TR; r += WG / SG)
+    #pragma unroll
+    for (int t = 0; t < TR / (WG / SG); t++) {
+        int r = SGID + t * (WG / SG);
+        #pragma unroll
         for (int c = 0; c < TR; c += CH > TR ? SG : CH) {
             if (full && TR % CH == 0 && CH <= TR) {
                 float8 v = LD8(BLOCK_READ8(x + (r0 + r) * xs + c0 + c));
@@ -366,16 +400,25 @@ REQD __kernel void transpose_blk(__global const T *x, __global T *y, int M, int 
                 tile[r][i] = r0 + r < M && c0 + i < N ? LD(x[(r0 + r) * xs + c0 + i]) : 0.0f;
             }
         }
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int c = SGID; c < TR; c += WG / SG)
-        for (int r = LANE; r < TR; r += SG)
+    #pragma unroll
+    for (int t = 0; t < TR / (WG / SG); t++) {
+        int c = SGID + t * (WG / SG);
+        #pragma unroll
+        for (int u = 0; u < TR / SG; u++) {
+            int r = LANE + u * SG;
             if (c0 + c < N && r0 + r < M) y[(c0 + c) * ys + r0 + r] = ST(tile[r][c]);
+        }
+    }
 }
 
 REQD __kernel void transpose_vec(__global const T *x, __global T *y, int M, int N, int xs, int ys) {
     __local float tile[TR][TR + 1];
     int r0 = get_group_id(0) * TR, c0 = get_group_id(1) * TR;
-    for (int e = get_local_id(0) * 4; e < TR * TR; e += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < TR * TR / (WG * 4); t++) {
+        int e = get_local_id(0) * 4 + t * (WG * 4);
         int r = e / TR, c = e % TR;
         if (r0 + r < M && c0 + c + 4 <= N) {
             float4 v = LD4(vload4(0, x + (r0 + r) * xs + c0 + c));
@@ -386,7 +429,9 @@ REQD __kernel void transpose_vec(__global const T *x, __global T *y, int M, int 
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int e = get_local_id(0) * 4; e < TR * TR; e += WG * 4) {
+    #pragma unroll
+    for (int t = 0; t < TR * TR / (WG * 4); t++) {
+        int e = get_local_id(0) * 4 + t * (WG * 4);
         int c = e / TR, r = e % TR;
         if (c0 + c < N && r0 + r + 4 <= M) {
             vstore4(ST4((float4)(tile[r][c], tile[r + 1][c], tile[r + 2][c], tile[r + 3][c])), 0, y + (c0 + c) * ys + r0 + r);
