@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
+
+import fresh_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -91,12 +91,7 @@ DISK = textwrap.dedent("""
 
 
 def run(script: str, cache: str) -> dict:
-    env = dict(os.environ, XEKERN_CACHE_DIR=cache, PYTHONPATH=ROOT)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as an installed package has
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
-    if r.returncode:
-        raise SystemExit(r.stderr)
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return fresh_process.run(script, cache, PYTHONPATH=ROOT)
 
 
 def measure(expr: str, ready: bool, reps: int) -> dict:
@@ -122,9 +117,7 @@ def main(argv=None):
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-c", "import xekern, xekern.lowering.codegen.core"], env=env, check=True)
-    load0 = os.getloadavg()
-    print(f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load0[0]:.2f}")
+    print(fresh_process.machine())
     print(f"medians of {args.reps} fresh processes, ms (stages: wall time); own = xekern's compile_kernel "
           f"(no driver build), own cpu = this process's CPU time in it")
     out = {}

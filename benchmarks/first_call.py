@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import tempfile
 import textwrap
-import time
+
+import fresh_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -92,12 +90,7 @@ def run(name: str, cache: str) -> dict:
     module, setup = CASES[name]
     path = os.path.join(ROOT, "examples", "triton_ports", module + ".py")
     script = SCRIPT.format(path=path).replace("SETUP", textwrap.dedent(setup).strip())
-    env = dict(os.environ, XEKERN_CACHE_DIR=cache, XEKERN_DEVICE="opencl:cpu", PYTHONPATH=ROOT)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as an installed package has
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
-    if r.returncode:
-        raise SystemExit(f"{name}:\n{r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return fresh_process.run(script, cache, timeout=900, what=name, XEKERN_DEVICE="opencl:cpu", PYTHONPATH=ROOT)
 
 
 def measure(name: str, reps: int) -> dict:
@@ -120,9 +113,7 @@ def main(argv=None):
     p.add_argument("--only", default=None, help="substring of the case names to run")
     p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args(argv)
-    load0 = os.getloadavg()
-    print(f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load0[0]:.2f}")
+    print(fresh_process.machine())
     print(f"seconds, median of {args.reps} fresh process(es) per state; total = call to end of kernel")
     print(f"{'case':52} {'cold':>6} {'own':>6} {'driver':>6}   {'warm':>6} {'own':>6} {'driver':>6}  compiles")
     out = {}

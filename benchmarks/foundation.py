@@ -6,14 +6,13 @@ Each measurement that depends on process state runs in a fresh process.
 """
 from __future__ import annotations
 
-import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
+
+import fresh_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.join(os.path.dirname(HERE), "tests")
@@ -103,24 +102,14 @@ OVERHEAD = textwrap.dedent("""
 """)
 
 
-def run(script: str, cache: str, **env) -> dict:
-    e = dict(os.environ, XEKERN_CACHE_DIR=cache, **env)
-    e.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as an installed package has
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=e, timeout=600)
-    if r.returncode:
-        raise SystemExit(r.stderr)
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
 def main():
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-c", "import xekern, xekern.lowering.codegen.core"], env=env, check=True)
-    print(f"machine: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}")
+    print(fresh_process.machine())
     with tempfile.TemporaryDirectory() as cache:
         ready = "import time as _t; _t.sleep(0.5)  # let the LLVM worker finish loading"
-        cold = run(COLD.format(tests=TESTS, wait=ready), cache)
+        cold = fresh_process.run(COLD.format(tests=TESTS, wait=ready), cache)
         print(f"\nimport xekern (with numpy): {cold['import_s'] * 1e3:.0f} ms")
         print("cold compile (fresh cache; LLVM worker already loaded):")
         for k in ("vector_add", "softmax"):
@@ -128,15 +117,15 @@ def main():
             print(f"  {k:10s} xekern's own time {v['own_ms']:6.1f} ms   whole first call {v['first_call_ms']:7.1f} ms"
                   f"   stages {v['stages_ms']}")
     with tempfile.TemporaryDirectory() as cache:
-        cold0 = run(COLD.format(tests=TESTS, wait=""), cache)
+        cold0 = fresh_process.run(COLD.format(tests=TESTS, wait=""), cache)
         print("cold compile right after import (the LLVM worker may still be loading):")
         for k in ("vector_add", "softmax"):
             v = cold0[k]
             print(f"  {k:10s} xekern's own time {v['own_ms']:6.1f} ms   whole first call {v['first_call_ms']:7.1f} ms")
-        warm = run(WARM.format(tests=TESTS), cache)
+        warm = fresh_process.run(WARM.format(tests=TESTS), cache)
         print(f"\nwarm disk cache, new process: xekern's own time {warm['own_ms']:.2f} ms (compiles={warm['compiles']}, "
               f"disk hits={warm['disk_hits']}); whole first call with the driver's build {warm['first_call_ms']:.1f} ms")
-        ov = run(OVERHEAD.format(tests=TESTS), cache)
+        ov = fresh_process.run(OVERHEAD.format(tests=TESTS), cache)
         print(f"\nlaunch overhead, 16 elements, 3 USM arrays: raw dpctl submit_async {ov['raw_dpctl_us']:.1f} us, "
               f"xekern {ov['xekern_us']:.1f} us  ->  {ov['ratio']:.2f}x")
 
