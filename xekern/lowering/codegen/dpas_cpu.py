@@ -2,6 +2,8 @@
 element by element. Lane ``l`` owns C's column ``l``; each A element comes from the lane that owns
 it (a shuffle) or, where both operands were just loaded through descriptors, straight from memory
 as a K loop of broadcasts and FMAs (the micro-kernel the CPU's vectorizer turns into vector code).
+On the CPU emitter (``dpas_k_loops``) operands in registers are multiplied in K loops too, through
+private arrays and tables of their owning lanes, rather than unrolled into M x N x K FMAs.
 """
 from __future__ import annotations
 
@@ -48,7 +50,6 @@ def dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     owner_a = _owners(ta, sg)
     b_index = {o: s for s, o in enumerate(lane_slot_offsets(tb.layout, tb.shape))}
     ea, eb, ec = ta.elem, tb.elem, tc.elem
-    b = cg.b
     a_cache = {}
     from_memory = _shared_reader(cg, op, op.operands[0]) if cg.emitter.fused_dpas_loads and loaded_as_is(op, 0) \
         else None
@@ -74,11 +75,7 @@ def dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     for j, (i, oc) in enumerate(lane_slot_offsets(tc.layout, tc.shape)):
         acc = c_slots[j] if c_slots is not None else zero(ec)
         for k in range(K):
-            bv = _widen_operand(cg, b_slots[b_index[(k, oc)]], eb)
-            if ec.is_floating:
-                acc = cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [a_val(i, k), bv, acc])
-            else:
-                acc = b.add(acc, b.mul(a_val(i, k), bv))
+            acc = _mac(cg, a_val(i, k), _widen_operand(cg, b_slots[b_index[(k, oc)]], eb), acc, ec)
         out.append(acc)
     return [out]
 
@@ -174,11 +171,6 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         read_a.prepare(i=i)
         read_b.prepare(j=cols_v[oc])
 
-    def fma(x, y, acc):
-        if ec.is_floating:
-            return cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [x, y, acc])
-        return b.add(acc, b.mul(x, y))
-
     def checked_step(k, offs):
         rows, cols = {}, {}
         for i, oc in offs:
@@ -201,7 +193,7 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     def k_loop(step, offs, start):
         def body(k, accs):
             rows, cols = step(k, offs)
-            return [fma(rows[i], cols[oc], acc) for (i, oc), acc in zip(offs, accs)]
+            return [_mac(cg, rows[i], cols[oc], acc, ec) for (i, oc), acc in zip(offs, accs)]
         return _k_loop(cg, K, start, body)
 
     def by_rows(step, prepare=()):
@@ -292,10 +284,7 @@ def _dpas_k_loops(cg: CodeGen, ta, tb, tc, a_slots, b_slots, c_slots):
                 if oc not in colv:
                     at = b.add(b.mul(k, cg.i32(len(cols))), cg.i32(cols.index(oc)))
                     colv[oc] = _widen_operand(cg, element(b_arr, entry(b_at, at)), eb)
-            if ec.is_floating:
-                return [cg.ocl.intrinsic(b, "llvm.fma.f32", F32, [rows[i], colv[oc], acc])
-                        for (i, oc), acc in zip(offs, accs)]
-            return [b.add(acc, b.mul(rows[i], colv[oc])) for (i, oc), acc in zip(offs, accs)]
+            return [_mac(cg, rows[i], colv[oc], acc, ec) for (i, oc), acc in zip(offs, accs)]
         return body
 
     out = [None] * len(c_offs)
@@ -329,6 +318,13 @@ def _table(cg: CodeGen, values: List[int]):
         g.type = ll.PointerType(addrspace=CONSTANT)  # (llvmlite's default: a typed pointer; LLVM 22 has none)
         cg._cache[key] = g
     return g
+
+
+def _mac(cg: CodeGen, x, y, acc, ec: DType):
+    """``acc + x * y``: one f32 FMA, or integer multiply and add (int8 DPAS accumulates in i32)."""
+    if ec.is_floating:
+        return cg.ocl.intrinsic(cg.b, "llvm.fma.f32", F32, [x, y, acc])
+    return cg.b.add(acc, cg.b.mul(x, y))
 
 
 def _widen_operand(cg: CodeGen, v, t: DType):
