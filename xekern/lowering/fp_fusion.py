@@ -32,7 +32,6 @@ def _fusions(func: ir.FuncOp) -> Dict[ir.Op, Tuple[int, ir.Op]]:
     """add/sub op -> (index of the operand that is a fusable multiply, that multiply)."""
     uses = ir.users(func)
     out: Dict[ir.Op, Tuple[int, ir.Op]] = {}
-    taken = set()
     for op in func.walk():
         if not (isinstance(op, ir.BinaryOp) and op.kind in ("addf", "subf")):
             continue
@@ -40,10 +39,9 @@ def _fusions(func: ir.FuncOp) -> Dict[ir.Op, Tuple[int, ir.Op]]:
             continue
         for i, v in enumerate(op.operands):
             m = v.op
-            if (isinstance(m, ir.BinaryOp) and m.kind == "mulf" and m not in taken and m.parent is op.parent
-                    and [u for u, _ in uses.get(v, [])] == [op]):
+            if (isinstance(m, ir.BinaryOp) and m.kind == "mulf" and m.parent is op.parent
+                    and [u for u, _ in uses.get(v, [])] == [op]):   # (its one use: no other add takes it)
                 out[op] = (i, m)
-                taken.add(m)
                 break
     return out
 
