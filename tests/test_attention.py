@@ -5,6 +5,7 @@ the CPU device one case per dtype and f32 at both head dims (its driver takes 15
 four kernels of one case; the suite's time is counted). The GPU code is
 checked offline: whole-row layouts, no SLM and no barrier in the K/V loop, no spill in the
 forward's ISA."""
+import importlib.util
 import os
 import sys
 
@@ -72,14 +73,23 @@ def test_forward_layouts_keep_rows_in_subgroups(target):
         "gpu.barrier" not in sg, sg
 
 
+def _isa_report():
+    """examples/attention/isa_report.py, by its path: examples/gemm has a module of the same name, which
+    another test may have imported first."""
+    path = os.path.join(os.path.dirname(A.__file__), "isa_report.py")
+    spec = importlib.util.spec_from_file_location("attention_isa_report", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.mark.parametrize("target", ["pvc", "bmg"])
 @pytest.mark.parametrize("subgroups", [8, 16])
 def test_forward_isa_has_no_spill_and_one_mad_per_score(target, subgroups):
     """The current IGC's ISA of the forward at tutorial 06's blocks (bf16, D 64, 128 x 64): no spill
     and no scratch; in each K/V loop DPAS (IGC's own: the loop computes between its products), no
     SLM message, barrier or fence, and ``qk * qk_scale - m`` as one ``mad`` per 16 scores (fp-fusion)."""
-    import isa_report
-    head, rows = isa_report.loops(A.attn_fwd, target, xl.bfloat16, ns=subgroups)
+    head, rows = _isa_report().loops(A.attn_fwd, target, xl.bfloat16, ns=subgroups)
     assert head["spill"] == 0 and head["scratch"] == 0, head
     assert len(rows) == 2, rows
     for r in rows:
