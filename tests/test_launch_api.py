@@ -79,6 +79,8 @@ def test_device_arrays_are_zero_copy_and_async(rng):
     np.testing.assert_array_equal(out.numpy(), 2 * a)
     assert launch.elapsed_ns > 0
     xk.synchronize()
+    m = xk.to_device(np.zeros((3, 5), np.float16))
+    assert (m.itemsize, m.strides, m.strides[0] // m.itemsize, m.nbytes) == (2, (10, 2), 5, 30)
 
 
 def test_device_and_queue_options():

@@ -58,6 +58,12 @@ class DeviceArray:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     @property
+    def itemsize(self) -> int:
+        """Bytes per element (NumPy's): host code written for NumPy arrays, ``x.strides[0] //
+        x.itemsize``, takes a ``DeviceArray`` too."""
+        return self.dtype.itemsize
+
+    @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
