@@ -2,6 +2,8 @@
 operand's signedness, no `/`, `//` or `%` between signed and unsigned integers, and program order
 for global memory (a later store is never seen by an earlier load of the program, whichever
 subgroups the two tiles are spread over)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -390,3 +392,44 @@ def test_propagate_nan_and_jit_options(backend):
     np.testing.assert_allclose(o, want, rtol=1e-6)
     with pytest.raises(xk.CompilationError, match="'nope' is not a parameter of nan_rules"):
         xk.jit(do_not_specialize=["nope"])(nan_rules.fn)
+
+
+@xk.jit
+def row_extrema_16(x_ptr, o_ptr, N: xl.constexpr, ALL_NAN: xl.constexpr):
+    """Row maxima and minima of a 16-bit tile, kept 16-bit (Triton: the reduction's dtype is the
+    input's), and a chain of elementwise maxima; with ``ALL_NAN`` NaN-propagating ones."""
+    rows = xl.arange(0, 8)[:, None]
+    cols = xl.arange(0, N)[None, :]
+    x = xl.load(x_ptr + rows * N + cols)
+    if ALL_NAN:
+        m = xl.maximum(xl.maximum(x, x * 0.5, propagate_nan=xl.PropagateNan.ALL), x - 1.0,
+                       propagate_nan=xl.PropagateNan.ALL)
+    else:
+        m = xl.maximum(xl.maximum(x, x * 0.5), x - 1.0)
+    xl.store(o_ptr + xl.arange(0, 8), xl.max(x, axis=1))
+    xl.store(o_ptr + 8 + xl.arange(0, 8), xl.min(x, axis=1))
+    xl.store(o_ptr + 16 + rows * N + cols, m)
+
+
+@pytest.mark.parametrize("all_nan", [False, True])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_16_bit_maxima_are_exact(backend, rng, dtype, all_nan):
+    """Maxima of 16-bit values are one of them: the device keeps a chain of them in f32 between
+    steps (codegen/arith._exact_narrow) and must give the same bits as NumPy on the 16-bit values,
+    infinities and NaN rows included."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    t = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    n = 64
+    x = (rng.standard_normal((8, n)) * 100).astype(t)
+    x[1, 5], x[2, 7], x[3, :] = np.inf, -np.inf, np.nan
+    x[4, 9] = np.nan
+    out = backend.run(row_extrema_16, (1,), [x, poisoned(16 + 8 * n, t)], N=n, ALL_NAN=all_nan)[1]
+    out = out.astype(np.float32)
+    xf = x.astype(np.float32)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # (the all-NaN row)
+        np.testing.assert_array_equal(out[:8], np.nanmax(xf, axis=1))
+        np.testing.assert_array_equal(out[8:16], np.nanmin(xf, axis=1))
+    half, less = (xf * 0.5).astype(t).astype(np.float32), (xf - 1.0).astype(t).astype(np.float32)
+    pick = np.maximum if all_nan else np.fmax
+    np.testing.assert_array_equal(out[16:].reshape(8, n), pick(pick(xf, half), less))

@@ -79,7 +79,11 @@ def f32_to_fp8(cg: CodeGen, v, t: DType):
 
 
 def widen(cg: CodeGen, v, t: DType):
-    """A float value in the type arithmetic runs in (f32 for fp8, f16 and bf16)."""
+    """A float value in the type arithmetic runs in (f32 for fp8, f16 and bf16): the f32 value
+    ``v`` was exactly narrowed from, when there is one (``_exact_narrow``), else a conversion."""
+    exact = cg.exact_wide.get(id(v))
+    if exact is not None and exact[0] is v:
+        return exact[1]
     if t.is_fp8:
         return fp8_to_f32(cg, v, t)
     if t.name == "bf16":
@@ -113,6 +117,21 @@ _IBIN = {"addi": "add", "subi": "sub", "muli": "mul", "andi": "and_", "ori": "or
          "shli": "shl", "shrsi": "ashr", "shrui": "lshr"}
 
 
+# float ops whose result is one of their operands (or NaN): narrowing it back to a 16-bit type is exact
+_SELECTING = ("maxnumf", "minnumf", "maximumf", "minimumf")
+
+
+def _exact_narrow(cg: CodeGen, r, t: DType):
+    """``narrow(r)``, for an ``r`` that ``t`` holds exactly (the max of two widened bf16 values): the
+    next ``widen`` of the narrow value takes ``r`` itself, so a chain of 16-bit maxima (a row max of
+    a bf16 tile) converts each element once instead of narrowing and widening at every step. (A NaN
+    keeps its f32 payload; it is NaN either way.)"""
+    v = narrow(cg, r, t)
+    if v is not r and t.name in ("bf16", "f16"):
+        cg.exact_wide[id(v)] = (v, r)
+    return v
+
+
 def binop(cg: CodeGen, kind: str, a, c, t: DType):
     """One scalar ``a <kind> c`` of dtype ``t``."""
     b = cg.b
@@ -136,6 +155,8 @@ def binop(cg: CodeGen, kind: str, a, c, t: DType):
             r = cg.call(f"_Z{len(name)}{name}{m}{m}", ft, [x, y])
         else:
             raise PassError(f"codegen: no float rule for {kind}")
+        if kind in _SELECTING:
+            return _exact_narrow(cg, r, t)
         return narrow(cg, r, t)
     if kind in _IBIN:
         return getattr(b, _IBIN[kind])(a, c)

@@ -199,6 +199,8 @@ class CodeGen:
         self.ocl = Builtins(self.module)
         self.values: Dict[Value, object] = {}
         self.slm_bytes = 0
+        # id(narrowed value) -> (it, the f32 value it was exactly narrowed from): codegen/arith.widen
+        self.exact_wide: Dict[int, tuple] = {}
         self.extensions = set()
         self.rules = rules_of(self.emitter)
         self._cache: Dict[tuple, object] = {}
