@@ -1,6 +1,6 @@
 """fp-fusion (lowering/fp_fusion.py): a float multiply feeding one add or subtract is one fused
-multiply-add, as Triton's ``enable_fp_fusion`` (on by default); ``enable_fp_fusion=False`` keeps them
-apart, and the interpreter never fuses.
+multiply-add, as Triton's ``enable_fp_fusion`` (on by default for GPUs, off on the CPU device);
+``enable_fp_fusion=False`` keeps them apart, and the interpreter never fuses.
 
 The inputs make the two differ: with ``a = 1 + 2**-12``, ``a * a`` is ``1 + 2**-11 + 2**-24``, which
 float32 rounds to ``1 + 2**-11``; ``a * a - (1 + 2**-11)`` is then ``2**-24`` fused and ``0`` apart.
@@ -68,7 +68,7 @@ def test_fused_arithmetic_matches_float64(rng, target):
     n = 1_001
     x, w, b = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     out = poisoned(n, np.float32)
-    layer_norm_tail[(xk.cdiv(n, 256),)](x, w, b, out, n, 0.25, 1.5, BLOCK=256, target=target)
+    layer_norm_tail[(xk.cdiv(n, 256),)](x, w, b, out, n, 0.25, 1.5, BLOCK=256, target=target, enable_fp_fusion=True)
     want = (x.astype(np.float64) - 0.25) * 1.5 * w + b
     np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
 
@@ -80,10 +80,13 @@ def test_the_option_takes_a_bool_and_is_part_of_the_key():
     with pytest.raises(xk.LaunchError, match="enable_fp_fusion must be True or False"):
         mul_sub[(1,)](a, c, out, n, BLOCK=16, enable_fp_fusion="yes", target="cpu")
     sig = dict(a_ptr=P(xl.float32), c_ptr=P(xl.float32), o_ptr=P(xl.float32), n=xl.int32, BLOCK=16)
-    on = mul_sub.compile_offline(sig, target="cpu")
+    on = mul_sub.compile_offline(sig, target="cpu", enable_fp_fusion=True)
     off = mul_sub.compile_offline(sig, target="cpu", enable_fp_fusion=False)
     assert "math.fma" in on.asm["fp-fusion"] and "math.fma" not in off.asm["fp-fusion"]
     assert on.spirv != off.spirv
+    # the defaults: on for GPUs, off on the CPU device
+    assert "math.fma" in mul_sub.compile_offline(sig, target="pvc").asm["fp-fusion"]
+    assert "math.fma" not in mul_sub.compile_offline(sig, target="cpu").asm["fp-fusion"]
 
 
 @pytest.mark.parametrize("target", ["pvc", "bmg"])

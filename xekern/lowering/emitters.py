@@ -94,6 +94,10 @@ class Emitter:
     # at most this many accumulator slots per lane in one FMA K loop (AVX-512: 32 zmm registers, of
     # which B's rows and the vectorizer's pointers take 6-8): bigger tiles loop per group of rows
     fma_dot_slots: int = 24
+    # a float multiply feeding one add is one fma unless the launch says otherwise (pass fp-fusion,
+    # Triton's enable_fp_fusion): one `mad` on Intel GPUs. Off by default on the CPU device, where the
+    # runtime's code got no faster and attention's forward 25% slower (13.5 -> 16.8 ms, f32, N 1024)
+    fp_fusion: bool = True
     # DPAS emulated from operands in registers as loops over K (private arrays and tables of the
     # owning lanes) rather than one shuffle and FMA per element: the CPU runtime's build time grows
     # with the code, and private arrays cost it nothing (on a GPU they would be scratch)
@@ -162,7 +166,7 @@ def _cpu(d: Driver, t: Target) -> Emitter:
     # they stay an error, as on that GPU
     return Emitter("cpu", ("common", "cpu"), "cpu", d, carry_vectors=False, broadcast_ids=True,
                    fused_dpas_loads=True, vector_tile_access=True, fma_dot=("f32",) if "tf32" in t.dpas else (),
-                   dpas_k_loops=True)
+                   dpas_k_loops=True, fp_fusion=False)
 
 
 def _igc(d: Driver, t: Target) -> Emitter:

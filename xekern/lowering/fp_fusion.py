@@ -13,7 +13,9 @@ instructions (attention's ``qk * scale - m``, layer norm's ``x_hat * w + b``). A
 add's block (say, before the loop the add is in) stays where it is: fusing would repeat it.
 
 A launch with ``enable_fp_fusion=False`` (or ``compile_offline(..., enable_fp_fusion=False)``) keeps
-them apart; the interpreter never fuses, as Triton's does not. Runs at every level (a kernel written
+them apart; ``True`` fuses on the CPU device too, where the default is off (``Emitter.fp_fusion``: the
+OpenCL CPU runtime's code got no faster, attention's slower); the interpreter never fuses, as Triton's
+does not. Runs at every level (a kernel written
 at subgroup or lane level meets it at its own).
 
 Example: ``%2 = arith.mulf %a, %b`` used only by ``%3 = arith.addf %2, %c`` becomes

@@ -589,7 +589,7 @@ class JITFunction:
         except emitters.EmitterError as e:
             source = "emitter=" if overrides.get("emitter") else "XEKERN_EMITTER="
             raise LaunchError(f"{source}{name!r}: {e}") from None
-        fusion = overrides.get("enable_fp_fusion", True)
+        fusion = overrides.get("enable_fp_fusion", emitter.fp_fusion)
         if not isinstance(fusion, (bool, np.bool_)):
             raise LaunchError(f"enable_fp_fusion must be True or False, got {fusion!r}")
         return Options(target=target, num_subgroups=int(ns), debug=debug, grf_mode=overrides.get("grf_mode"),
