@@ -34,7 +34,7 @@ try:
 except ImportError:  # bf16 needs it; the rest does not
     ml_dtypes = None
 
-LOG2E = 1.4426950408889634
+LOG2E = 1.4426950408889634   # scores in base 2: exp(x) = exp2(x * LOG2E)
 
 
 @xk.jit
@@ -89,7 +89,7 @@ def attn_fwd(Q, K, V, O, M, sm_scale, N_CTX,
     m_i = xl.zeros([BM], dtype=xl.float32) - float("inf")
     l_i = xl.zeros([BM], dtype=xl.float32)
     acc = xl.zeros([BM, D], dtype=xl.float32)
-    qk_scale = sm_scale * 1.4426950408889634   # scores in base 2: exp(x) = exp2(x log2 e)
+    qk_scale = sm_scale * LOG2E
     q = q_desc.load([start_m, 0])
     full = (N_CTX // BN) * BN                  # key blocks [0, full) lie inside N_CTX
     hi = N_CTX
@@ -135,7 +135,7 @@ def attn_bwd_dkdv(Q, K, V, DO, M, DELTA, DK, DV, sm_scale, N_CTX,
     offs_n = start_n + xl.arange(0, BN)
     dk = xl.zeros([BN, D], dtype=xl.float32)
     dv = xl.zeros([BN, D], dtype=xl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     lo = 0
     if CAUSAL:
         lo = (start_n // BM) * BM   # the first query block with a row at or below these keys
@@ -177,7 +177,7 @@ def attn_bwd_dq(Q, K, V, DO, M, DELTA, DQ, sm_scale, N_CTX,
     m = xl.load(M + off_hz * N_CTX + offs_m, mask=inside, other=0.0)
     delta = xl.load(DELTA + off_hz * N_CTX + offs_m, mask=inside, other=0.0)
     dq = xl.zeros([BM, D], dtype=xl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    qk_scale = sm_scale * LOG2E
     hi = N_CTX
     if CAUSAL:
         hi = xl.minimum(start_m + BM, N_CTX)
