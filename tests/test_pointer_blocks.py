@@ -181,3 +181,23 @@ def test_a_load_does_not_move_past_a_store(backend, rng):
     got = backend.run(overwrite_then_use, (1,), [x, y], BLOCK=512, num_subgroups=1)
     close(got[1], 3.0 * x0.astype(np.float64), 1e-6)
     assert (got[0] == 1.0).all()
+
+
+@xk.jit
+def other_tile(x_ptr, o_ptr, n, BLOCK: xl.constexpr):
+    """A masked load whose ``other`` differs from element to element: the slot loop starts from it."""
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs, mask=offs < n, other=(offs * 3 - 1).to(x_ptr.dtype.element_ty))
+    xl.store(o_ptr + offs, x)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_other_as_a_tile(backend, rng, dtype):
+    n, block = 700, 256
+    t = DTYPES[dtype]
+    x = (rng.standard_normal(n) * 50).astype(t)
+    o = poisoned(3 * block, t)
+    out = backend.run(other_tile, (3,), [x, o, n], BLOCK=block)[1]
+    idx = np.arange(3 * block)
+    want = np.where(idx < n, np.r_[x, np.zeros(3 * block - n, t)].astype(np.float64), idx * 3.0 - 1)
+    close(out, want, 0)

@@ -105,6 +105,14 @@ def _slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
     return a2
 
 
+def _as_elements(cg: CodeGen, v, t: DType):
+    """A vector of ``t.bits``-bit integers as a vector of ``t`` where ``t`` is a float type."""
+    lt = ll_type(t)
+    if not isinstance(lt, (ll.HalfType, ll.FloatType, ll.DoubleType)):
+        return v
+    return cg.b.bitcast(v, ll.VectorType(lt, v.type.count))
+
+
 def _vector(cg: CodeGen, vals: Sequence, t: ll.Type):
     v = ll.Constant(ll.VectorType(t, len(vals)), None)
     for j, x in enumerate(vals):
@@ -171,10 +179,12 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
     for first, k in runs:
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots)
-        # both paths give the run as one vector of k integers, merged by one phi: the slots are its
-        # elements (register regions, no copies)
-        vec = _choose(cg, ok, lambda: [block_io.read_vector(cg, ptr, t.bits, k, block_io.GLOBAL)],
-                      lambda: [_loop_loads(cg, d, p, masks, other, slots)])[0]
+        # both paths give the run as one vector of k elements, merged by one phi: the slots are its
+        # elements (register regions). A float run is a float vector before the phi: IGC copies every
+        # register of a phi'd integer vector whose elements are then bitcast to floats
+        block = lambda: block_io.read_vector(cg, ptr, t.bits, k, block_io.GLOBAL)  # noqa: E731
+        element = lambda: _loop_loads(cg, d, p, masks, other, slots)  # noqa: E731
+        vec = _choose(cg, ok, lambda: [_as_elements(cg, block(), t)], lambda: [_as_elements(cg, element(), t)])[0]
         out.update((s, _from_int(cg, cg.b.extract_element(vec, cg.i32(j)), t)) for j, s in enumerate(slots))
     return out
 
