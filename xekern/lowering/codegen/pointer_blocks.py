@@ -139,13 +139,21 @@ def _loop_loads(cg: CodeGen, d: ScatterDesc, p, masks, other, slots: Sequence[in
     t = d.type.elem
     it = ll.IntType(t.bits)
     mask_at = _slot_masks(cg, p, masks, slots) if p is not True else None
-    init = _vector(cg, [_to_int(cg, other[s] if other is not None else zero(t), t) for s in slots], it)
+    fills = [_to_int(cg, other[s] if other is not None else zero(t), t) for s in slots]
+    # one constant fill for every slot (no other, or a scalar one): each iteration writes its slot,
+    # the loaded value or the fill, and the vector starts undefined (no initial moves); else it
+    # starts as the fills and an iteration writes only a loaded slot
+    same = all(isinstance(f, ll.Constant) and str(f) == str(fills[0]) for f in fills)
+    init = ll.Constant(ll.VectorType(it, len(slots)), None) if same or mask_at is None else _vector(cg, fills, it)
 
     def body(j, acc):
         def load():
-            v = cg.b.load(_slot_address(cg, d, slots[0], j), typ=it, align=max(1, t.itemsize))
-            return cg.b.insert_element(acc, v, j)
-        return load() if mask_at is None else cg.masked(mask_at(j), load, acc)
+            return cg.b.load(_slot_address(cg, d, slots[0], j), typ=it, align=max(1, t.itemsize))
+        if mask_at is None:
+            return cg.b.insert_element(acc, load(), j)
+        if same:
+            return cg.b.insert_element(acc, cg.masked(mask_at(j), load, fills[0]), j)
+        return cg.masked(mask_at(j), lambda: cg.b.insert_element(acc, load(), j), acc)
     return _slot_loop(cg, len(slots), body, init)
 
 
