@@ -201,3 +201,62 @@ def test_other_as_a_tile(backend, rng, dtype):
     idx = np.arange(3 * block)
     want = np.where(idx < n, np.r_[x, np.zeros(3 * block - n, t)].astype(np.float64), idx * 3.0 - 1)
     close(out, want, 0)
+
+
+@xk.jit
+def plain_add(x_ptr, y_ptr, o_ptr, n, BLOCK: xl.constexpr):
+    """Tutorial 01 as written: runs start at multiples of 16 elements from the arguments."""
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    mask = offs < n
+    xl.store(o_ptr + offs, xl.load(x_ptr + offs, mask=mask) + xl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def test_aligned_runs_are_proved_from_the_specialization():
+    """Pointers the launch found 16-byte aligned (``multiple_of``, as Triton specializes them) plus
+    run offsets proved multiples of 16 bytes: the runs need no alignment test (``runs_aligned``) and
+    the LLVM IR has no ``& 15``. A pointer not known aligned, or a start not known to be a multiple
+    of 16 elements, keeps the run-time test."""
+    sig = dict(x_ptr=P(xl.float32), y_ptr=P(xl.float32), o_ptr=P(xl.float32), n=I32, BLOCK=1024)
+    c = plain_add.compile_offline(sig, target="pvc", num_subgroups=4)
+    assert c.asm["coalesce"].count("runs_aligned = true") == 3, c.asm["coalesce"]
+    assert "and i64" not in c.asm["llir_unoptimized"]
+    c = plain_add.compile_offline(sig, target="pvc", num_subgroups=4, multiple_of={"n": 16, "x_ptr": 16})
+    assert c.asm["coalesce"].count("runs_aligned = true") == 1    # y and o: not known aligned
+    shifted = dict(sig, start=I32)
+    c = shifted_add.compile_offline(shifted, target="pvc", num_subgroups=4,
+                                    multiple_of={"x_ptr": 16, "y_ptr": 16, "o_ptr": 16, "n": 16})
+    assert "runs_aligned" not in c.asm["coalesce"]                # start: any number of elements
+    c = shifted_add.compile_offline(shifted, target="pvc", num_subgroups=4)   # start a multiple of 16
+    assert c.asm["coalesce"].count("runs_aligned = true") == 3
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_misaligned_device_array_bases(rng, dtype):
+    """Device arrays whose data starts 1 element past an aligned address: the launch specializes
+    on it (a kernel of its own, which tests the alignment at run time, as the CPU device's block
+    reads follow the GPU's rule), and the results are exact; an aligned launch after it gets its own
+    kernel back."""
+    from xekern.runtime.arrays import DeviceArray
+    t = DTYPES[dtype]
+    n, block = 1000, 256
+    grid = (xk.cdiv(n, block),)
+
+    def view(a):   # a's elements 1 .. n: the base is misaligned by one element
+        return DeviceArray((n,), a.dtype, a.queue, _mem=a._mem, _offset=a.dtype.itemsize)
+    xs, ys = ((rng.standard_normal(n + 1) * 20).astype(t) for _ in range(2))
+    x, y = xk.to_device(xs), xk.to_device(ys)
+    o = xk.to_device(poisoned(n + 1, t))
+    def pointer_parts():   # the key parts of the three pointers, per kernel compiled so far
+        return {k[0][:3] for k in plain_add.cache if isinstance(k[0], tuple) and len(k[0]) == 5}
+    plain_add[grid](view(x), view(y), view(o), n, BLOCK=block)
+    out = o.numpy()
+    want = (xs[1:].astype(np.float64) + ys[1:].astype(np.float64)).astype(t)
+    close(out[1:], want, 1e-2 if dtype == "bf16" else 0)
+    assert out[:1].tobytes() == poisoned(1, t).tobytes()
+    name = {"f32": "f32", "bf16": "bf16"}[dtype]   # (the IR dtype names)
+    assert (("p", name, False),) * 3 in pointer_parts()
+    o2 = xk.empty((n,), t)
+    plain_add[grid](x, y, o2, n, BLOCK=block)
+    close(o2.numpy(), (xs[:n].astype(np.float64) + ys[:n].astype(np.float64)).astype(t),
+          1e-2 if dtype == "bf16" else 0)
+    assert (("p", name, True),) * 3 in pointer_parts()

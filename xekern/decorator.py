@@ -25,8 +25,9 @@ def jit(fn=None, *, num_subgroups: int = 4, debug: Optional[bool] = None, target
     ``XEKERN_DEBUG`` now.
 
     Triton's ``noinline``, ``do_not_specialize`` and ``do_not_specialize_on_alignment`` are accepted
-    (the names are checked): helpers are always inlined, and an integer argument gives at most three
-    specializations (equal to 1, a multiple of 16, other), so they change no result.
+    (the names are checked): helpers are always inlined, an integer argument gives at most three
+    specializations (equal to 1, a multiple of 16, other) and a pointer two (its address 16-byte
+    aligned or not), so they change no result.
 
     Example::
 

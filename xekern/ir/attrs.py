@@ -60,4 +60,5 @@ BLOCKS = (Attr("block_index", tuple, ("inst",), "the block's place in its tile's
           Attr("block_count", tuple, ("inst",), "the tile's grid of blocks"),
           Attr("block_grid", tuple, ("merge-block-messages",), "blocks (rows, cols) read by this one message"))
 # the slots of a pointer tile's access that one sub-group block message each moves (``coalesce``)
-BLOCK_RUNS = Attr("block_runs", tuple, ("coalesce",), "[first slot, count] of each run one block message moves")
+BLOCK_RUNS = (Attr("block_runs", tuple, ("coalesce",), "[first slot, count] of each run one block message moves"),
+              Attr("runs_aligned", bool, ("coalesce",), "every run's first element is 16-byte aligned (proved)"))

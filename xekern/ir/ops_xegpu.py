@@ -76,7 +76,7 @@ class LoadGatherOp(Op):
     """``xegpu.load_gather %tdesc, %mask``: masked-off elements keep ``other`` (zero if absent)."""
 
     NAME = "xegpu.load_gather"
-    ATTRS = HINTS + (Attr("volatile", bool), TILES, BLOCK_RUNS)
+    ATTRS = HINTS + (Attr("volatile", bool), TILES, *BLOCK_RUNS)
 
     def __init__(self, tdesc: Value, mask: Value, type: VectorType, other: Optional[Value] = None,
                  hints=None, loc=None):
@@ -100,7 +100,7 @@ class StoreScatterOp(Op):
 
     NAME = "xegpu.store_scatter"
     HAS_SIDE_EFFECTS = True
-    ATTRS = HINTS + (TILES, BLOCK_RUNS)
+    ATTRS = HINTS + (TILES, *BLOCK_RUNS)
 
     def __init__(self, value: Value, tdesc: Value, mask: Value, hints=None, loc=None):
         super().__init__([value, tdesc, mask], [], dict(hints or {}), loc=loc)

@@ -12,12 +12,13 @@ evaluate them).
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from .core import Value
 from .ops_arith import BinaryOp, CastOp, ConstantOp
+from .ops_xegpu import AddPtrOp
 
 
 def known_multiple(v: Value, depth: int = 8, args: Optional[Dict[int, int]] = None) -> int:
@@ -47,9 +48,26 @@ def known_multiple(v: Value, depth: int = 8, args: Optional[Dict[int, int]] = No
     return 1
 
 
+def pointer_base(v: Value, args: Dict[int, str], multiples: Dict[int, int]) -> Tuple[Optional[str], int]:
+    """(the pointer argument the pointer ``v`` is computed from, or None; a number of bytes the
+    offsets added to it are all multiples of, 0 when none is added). ``args``: ``id`` of each kernel
+    argument -> its name; ``multiples``: ``argument_multiples``."""
+    mult = 0
+    while True:
+        if id(v) in args:
+            return args[id(v)], mult
+        op = v.op
+        if not isinstance(op, AddPtrOp):
+            return None, mult
+        elem = op.result.type.elem
+        mult = math.gcd(mult, known_multiple(op.operands[1], args=multiples) * max(1, elem.itemsize))
+        v = op.operands[0]
+
+
 def argument_multiples(func) -> Dict[int, int]:
-    """``id`` of each integer argument of ``func`` -> the number its ``multiple_of`` attribute says
-    it is a multiple of (for ``known_multiple``)."""
+    """``id`` of each argument of ``func`` -> the number its ``multiple_of`` attribute says it is a
+    multiple of (for ``known_multiple``); for a pointer argument, a number of bytes its address is a
+    multiple of (``pointer_base``'s users)."""
     known = func.attrs.get("multiple_of") or {}
     return {id(a): known[a.hint] for a in func.args if a.hint in known}
 

@@ -45,6 +45,7 @@ class LaneAffine:
         self._form: Dict[Value, Optional[Form]] = {}
         self._ivs = {op.iv for op in func.walk() if isinstance(op, ir.ForOp)}
         self._args = set(func.args)
+        self.atoms: Dict[int, Value] = {}   # id -> the uniform scalar a polynomial's atom stands for
 
     # ---- uniform scalars -------------------------------------------------------------------------
     def uniform(self, v: Value) -> bool:
@@ -95,6 +96,7 @@ class LaneAffine:
                 f = self._binary(op)           # (keeps sums of uniforms comparable)
                 if f is not None:
                     return f
+            self.atoms[id(v)] = v
             return self._scalar(poly({(id(v),): 1}))
         if isinstance(op, ir.BroadcastOp):
             f = self.form(op.operands[0])

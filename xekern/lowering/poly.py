@@ -9,7 +9,8 @@ equal tuples, so ``a - b`` is a constant exactly when two offsets differ by a kn
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import math
+from typing import Callable, Dict, Optional, Tuple
 
 Poly = Tuple[Tuple[Tuple[int, ...], int], ...]
 
@@ -44,3 +45,15 @@ def constant_of(p: Poly) -> Optional[int]:
     if not p:
         return 0
     return p[0][1] if len(p) == 1 and p[0][0] == () else None
+
+
+def pmultiple(p: Poly, atom_multiple: Callable[[int], int]) -> int:
+    """A number every value of ``p`` is a multiple of (0: ``p`` is zero), given one for each atom
+    (``atom_multiple(id)``): the gcd over its monomials of coefficient times the atoms' numbers."""
+    out = 0
+    for m, c in p:
+        term = abs(c)
+        for a in m:
+            term *= atom_multiple(a)
+        out = math.gcd(out, term)
+    return out

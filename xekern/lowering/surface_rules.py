@@ -31,24 +31,9 @@ from math import gcd
 from typing import Dict, List, Optional, Tuple
 
 from .. import ir
-from ..ir.terms import argument_multiples, known_multiple, term
+from ..ir.terms import argument_multiples, known_multiple, pointer_base, term
 from ..targets import Target
 from .rewrite import STRUCTURED_RULES, Rewriter
-
-
-def _base(v: ir.Value, args: Dict[int, str], multiples: Dict[int, int]) -> Tuple[Optional[str], int]:
-    """(the pointer argument a descriptor's base is computed from, or None; a number of bytes the
-    offsets added to it are a multiple of)."""
-    mult = 0
-    while True:
-        if id(v) in args:
-            return args[id(v)], mult
-        op = v.op
-        if not isinstance(op, ir.AddPtrOp):
-            return None, mult
-        elem = op.result.type.elem
-        mult = gcd(mult, known_multiple(op.operands[1], args=multiples) * max(1, elem.itemsize))
-        v = op.operands[0]
 
 
 def surface_checks(func: ir.FuncOp, target: Target) -> Tuple[List[list], Dict[int, Tuple[bool, Optional[int]]]]:
@@ -87,7 +72,7 @@ def surface_checks(func: ir.FuncOp, target: Target) -> Tuple[List[list], Dict[in
                 conds.append(["mod", t, mult])
             return True
         if eb < rules.width_align:  # the base shift must be whole dwords (module docstring)
-            param, offset = _base(op.base, args, multiples)
+            param, offset = pointer_base(op.base, args, multiples)
             if param is None or offset % rules.width_align:
                 ok = False
             else:

@@ -223,7 +223,7 @@ def _classify(v, name: str):
         return (d.name,), d
     if t is arrays.DeviceArray or isinstance(v, arrays.DeviceArray):
         d = arrays.dtype_of(v.dtype, name)
-        return ("p", d.name), _pointer(d)
+        return ("p", d.name, surfaces.aligned(v)), _pointer(d)
     if hasattr(v, "__sycl_usm_array_interface__"):
         if t is not dlpack.DLPackArray:   # (their launches take a fast path from now on)
             _FAST_CLASSIFY[t] = usm_args.classify
@@ -231,7 +231,7 @@ def _classify(v, name: str):
         return part, irt
     if isinstance(v, np.ndarray):
         d = arrays.dtype_of(v.dtype, name)
-        return ("p", d.name), PointerType(d)
+        return ("p", d.name, True), PointerType(d)
     if isinstance(v, int):  # int subclasses (IntEnum, ...)
         return _int_part(int(v), name)
     if v is None:
@@ -249,7 +249,7 @@ def _arg_device_array(v, name, queue, copies):
                           f"device {queue.sycl_device.name!r}")
     if v._guard:
         copies.append(_DeviceGuard(v, name))
-    return v._mem if not v._offset else dev.dpctl().memory.as_usm_memory(v)
+    return v._mem if not v._offset else v._data()   # (a view: NumPy's typestr of bf16 is no USM type)
 
 
 def _arg_numpy(v, name, queue, copies):
@@ -309,7 +309,7 @@ def _classify_device_array(v, name):
     spec = v._spec
     if spec is None:
         d = arrays.dtype_of(v.dtype, name)
-        spec = v._spec = (("p", d.name), _pointer(d), _arg_device_array)
+        spec = v._spec = (("p", d.name, surfaces.aligned(v)), _pointer(d), _arg_device_array)
     return spec
 
 
@@ -556,6 +556,8 @@ class JITFunction:
                 sig[p.name] = irt[p.name]
                 if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(v) % 16 == 0:
                     sig[MULTIPLES][p.name] = 16  # (the key's divisibility: _int_part)
+                elif isinstance(irt[p.name], PointerType) and surfaces.aligned(v):
+                    sig[MULTIPLES][p.name] = surfaces.POINTER_ALIGN  # (the key's alignment: _classify, usm_args)
         return sig
 
     def options(self, overrides: Dict[str, Any], target: Target, driver: Optional[Driver] = None) -> Options:
@@ -852,7 +854,8 @@ class JITFunction:
                 raise LaunchError(f"signature: parameter '{p.name}' needs a type (xl.int32, xk.pointer(...)), "
                                   f"or 1 for the specialization of an integer equal to 1; got {v!r}")
         if multiple_of is None:
-            multiple_of = {n: 16 for n, v in sig.items() if isinstance(v, T.DType) and v.is_int and not v.is_bool}
+            multiple_of = {n: 16 for n, v in sig.items() if isinstance(v, PointerType) or
+                           isinstance(v, T.DType) and v.is_int and not v.is_bool}
         sig[MULTIPLES] = dict(multiple_of)
         if surfaces is False:
             options = dataclasses.replace(options, surfaces=False)

@@ -21,6 +21,17 @@ from ..ir.terms import evaluate
 from . import arrays
 
 
+# pointer arguments are specialized on their address being a multiple of this (Triton's 16-byte
+# pointer divisibility): part of the cache key, the function's ``multiple_of`` (pass coalesce)
+POINTER_ALIGN = 16
+
+
+def aligned(v) -> bool:
+    """Whether a pointer argument's address is a multiple of ``POINTER_ALIGN`` bytes."""
+    a = address(v)
+    return a is not None and a % POINTER_ALIGN == 0
+
+
 def address(v) -> Optional[int]:
     """The device address a pointer argument will have (None: unknown). A NumPy array is copied
     into a fresh allocation, aligned to 64 bytes (``_NumpyCopy``)."""

@@ -1,7 +1,8 @@
 """USM array arguments at raw launch speed: what a launch needs of an array, computed once.
 
-A launch needs, per array argument, its key part and IR type (``("p", "f32")``), its queue, a
-dpctl memory object to pass, and a check that the array lives in the launch queue's context.
+A launch needs, per array argument, its key part and IR type (``("p", "f32", True)``: the dtype and
+whether the address is 16-byte aligned), its queue, a dpctl memory object to pass, and a check that
+the array lives in the launch queue's context.
 Reading ``__sycl_usm_array_interface__`` (dpnp builds a new dict each time) and making a dpctl
 memory object from it cost ~25 us per array; done at every launch, a dpnp launch took 8-9x a
 raw dpctl submit. Here they are computed once per array and looked up:
@@ -22,7 +23,7 @@ from typing import Dict, Optional, Tuple
 
 from ..errors import LaunchError
 from ..ir.types import PointerType
-from . import arrays, device as dev
+from . import arrays, device as dev, surfaces
 
 
 class Entry:
@@ -68,7 +69,7 @@ def _make(v, name: str) -> Tuple[Entry, int]:
         irt = _POINTERS[d.name] = PointerType(d)
     queue = syclobj if hasattr(syclobj, "submit_async") else None
     ctx = arrays.context_of(syclobj)
-    return Entry(("p", d.name), irt, queue, None, ctx), ptr
+    return Entry(("p", d.name, ptr % surfaces.POINTER_ALIGN == 0), irt, queue, None, ctx), ptr
 
 
 def lookup(v, name: str) -> Entry:

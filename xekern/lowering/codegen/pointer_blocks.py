@@ -38,18 +38,23 @@ def _to_int(cg: CodeGen, v, t: DType):
     return v if v.type == it else cg.b.bitcast(v, it)
 
 
-def _run_pointer(cg: CodeGen, d: ScatterDesc, first: int):
+def _run_pointer(cg: CodeGen, d: ScatterDesc, first: int, aligned: bool):
     """The run's first element, lane 0's (the block message reads its pointer from one lane), as a
     pointer to integers of the element's width (the block builtins' type), and whether it is 16-byte
-    aligned."""
+    aligned (``aligned``: proved, pass ``coalesce``; else tested)."""
     off0 = cg.call(_BROADCAST_LONG, I64, [d.offsets[first], cg.i32(0)], convergent=True)
     p = cg.gep(d.base, ll.IntType(d.type.elem.bits), off0)
+    if aligned:
+        return p, None
     low = cg.b.and_(cg.b.ptrtoint(p, I64), ll.Constant(I64, block_io.ALIGN_BYTES - 1))
     return p, cg.b.icmp_unsigned("==", low, ll.Constant(I64, 0))
 
 
 def _choose(cg: CodeGen, ok, block: Callable[[], List], element: Callable[[], List]) -> List:
-    """``ok ? block() : element()`` as a branch; the values of both, merged (phis)."""
+    """``ok ? block() : element()`` as a branch; the values of both, merged (phis). ``ok`` None:
+    ``block()``."""
+    if ok is None:
+        return block()
     fn = cg.fn
     on, off, done = (fn.append_basic_block(x) for x in ("block_io", "by_slot", "runs_done"))
     cg.b.cbranch(ok, on, off)
@@ -172,21 +177,25 @@ def _loop_stores(cg: CodeGen, d: ScatterDesc, vals, p, masks, slots: Sequence[in
     _slot_loop(cg, len(slots), body)
 
 
-def _test(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, slots):
-    """(the run's pointer, whether the block message may move the run, the mask's plan)."""
-    ptr, aligned = _run_pointer(cg, d, slots[0])
+def _test(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, slots, aligned: bool):
+    """(the run's pointer, whether the block message may move the run (None: always), the mask's
+    plan)."""
+    ptr, ok = _run_pointer(cg, d, slots[0], aligned)
     unmasked, p = run_masks.run_test(cg, mask, masks, slots)
-    return ptr, (aligned if unmasked is None else cg.b.and_(aligned, unmasked)), p
+    if unmasked is not None:
+        ok = unmasked if ok is None else cg.b.and_(ok, unmasked)
+    return ptr, ok, p
 
 
-def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, other, runs) -> dict:
+def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, other, runs, aligned: bool) -> dict:
     """slot -> loaded value for the slots of ``runs`` (each ``(first, count)``); ``mask`` is the
-    load's mask (its lane-level IR value, None: none), ``masks`` its slots."""
+    load's mask (its lane-level IR value, None: none), ``masks`` its slots; ``aligned``: every run
+    starts 16-byte aligned (proved by pass ``coalesce``)."""
     t = d.type.elem
     out = {}
     for first, k in runs:
         slots = list(range(first, first + k))
-        ptr, ok, p = _test(cg, d, mask, masks, slots)
+        ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
         # both paths give the run as one vector of k elements, merged by one phi: the slots are its
         # elements (register regions). A float run is a float vector before the phi: IGC copies every
         # register of a phi'd integer vector whose elements are then bitcast to floats
@@ -197,13 +206,13 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
     return out
 
 
-def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], masks, runs) -> set:
-    """Store the slots of ``runs``; returns the slots stored."""
+def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], masks, runs, aligned: bool) -> set:
+    """Store the slots of ``runs``; returns the slots stored (``aligned``: as for ``load_runs``)."""
     t = d.type.elem
     done = set()
     for first, k in runs:
         slots = list(range(first, first + k))
-        ptr, ok, p = _test(cg, d, mask, masks, slots)
+        ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
         _choose(cg, ok,
                 lambda: block_io.write(cg, ptr, [_to_int(cg, vals[s], t) for s in slots], t.bits, block_io.GLOBAL),
                 lambda: _loop_stores(cg, d, vals, p, masks, slots))

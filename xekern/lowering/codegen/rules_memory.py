@@ -69,7 +69,7 @@ def _load_gather(cg: CodeGen, op: ir.LoadGatherOp):
             vals.append(cg.masked(masks[i], lambda q=q: load_elem(cg, q, t), fallback))
         return vals
     runs = op.attrs.get("block_runs") or ()
-    got = pointer_blocks.load_runs(cg, d, op.operands[1], masks, other, runs)
+    got = pointer_blocks.load_runs(cg, d, op.operands[1], masks, other, runs, bool(op.attrs.get("runs_aligned")))
     out = []
     for i in range(len(d.offsets)):
         out.extend([got[i]] if i in got else slot(i))
@@ -93,7 +93,8 @@ def _store_scatter(cg: CodeGen, op: ir.StoreScatterOp):
                 store_elem(cg, vals[i * chunk + c], q, t)
         cg.masked(masks[i], st)
     runs = op.attrs.get("block_runs") or ()
-    done = pointer_blocks.store_runs(cg, d, vals, op.operands[2], masks, runs)
+    done = pointer_blocks.store_runs(cg, d, vals, op.operands[2], masks, runs,
+                                     bool(op.attrs.get("runs_aligned")))
     for i in range(len(d.offsets)):
         if i not in done:
             slot(i)
