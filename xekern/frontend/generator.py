@@ -19,7 +19,7 @@ from ..errors import CompilationError
 from ..ir import types as T
 from ..ir.core import Block, Loc
 from ..ir.layout import Layout, LayoutError, SliceLayout
-from ..language import builtins as lb
+from ..language import builtins as lb, core as lcore, type_objects as lto
 from ..language.core import (base_value, constexpr, is_builtin, pointer_tile, private_array, takes_generator, tensor,
                              unwrap)
 from . import control_flow
@@ -48,7 +48,7 @@ _UNSUPPORTED = {
     "Set": "sets are not supported in kernels",
     "Try": "try/except is not supported in kernels",
     "TryStar": "try/except is not supported in kernels",
-    "With": "'with' is not supported in kernels",
+    "With": "'with' is supported in kernels only as 'with xl.async_task(...):'",
     "Raise": "raise is not supported in kernels; use xl.device_assert or a static assert on constexprs",
     "ClassDef": "classes cannot be defined in kernels",
     "FunctionDef": "nested functions are not supported; define a separate @xk.jit function",
@@ -72,7 +72,9 @@ _BREAKPOINT = object()  # Python's breakpoint() in a kernel: pdb in the interpre
 _ALLOWED_PY_BUILTINS = {"range", "len", "min", "max", "int", "float", "bool", "abs", "isinstance", "getattr",
                         "tuple", "list", "print", "enumerate", "zip", "reversed", "str", "hasattr", "round",
                         "divmod", "sum", "any", "all", "type"}
-_PY_CLASSES = (Layout, SliceLayout, constexpr)
+_PY_CLASSES = (Layout, SliceLayout, constexpr, lto.block_type, lto.constexpr_type, lto.slice)
+# Triton's wrappers of kernel values: built at compile time around what they are given
+_VALUE_CLASSES = (lto.tuple, lcore.condition, lcore.async_task)
 
 
 class _Range:
@@ -190,6 +192,14 @@ class CodeGenerator(ast.NodeVisitor):
         self.ret = self.visit(node.value) if node.value is not None else None
         self.returned = True
         self.ret_node = node
+
+    def visit_With(self, node):
+        """``with xl.async_task(...):`` (Triton's warp specialization): the block, as ordinary code."""
+        for item in node.items:
+            ctx = unwrap(self.visit(item.context_expr))
+            if not isinstance(ctx, lcore.async_task) or item.optional_vars is not None:
+                raise self.error(item.context_expr, _UNSUPPORTED["With"])
+        self.visit_stmts(node.body)
 
     def visit_Assign(self, node):
         value = self.visit(node.value)
@@ -599,7 +609,10 @@ class CodeGenerator(ast.NodeVisitor):
         self.scope = bind(op.before)
         try:
             with self.b.at(op.before):
-                cond = self.scalar_condition(unwrap(self.visit(node.test)), node.test)
+                test = unwrap(self.visit(node.test))
+                if isinstance(test, lcore.condition):   # xl.condition(cond, disable_licm=): the test
+                    test = unwrap(test.condition)
+                cond = self.scalar_condition(test, node.test)
                 op.before.append(ir.ConditionOp(cond.handle, list(op.before.args), loc=op.loc))
         finally:
             self.scope = saved
@@ -677,6 +690,8 @@ class CodeGenerator(ast.NodeVisitor):
             return getattr(obj, attr)
         if isinstance(obj, base_value) and attr.startswith("_"):
             raise self.error(node, f"'{attr}' is private")
+        if type(obj) in (int, float, bool) and attr == "type":   # a compile-time number, as Triton's constexpr
+            return lto.constexpr_type(obj)
         if type(obj) in (int, float, bool) and not hasattr(obj, attr) and hasattr(tensor, attr):
             # a Python number in a variable is a scalar of the kernel, as in Triton: `z = 3; z.to(xl.int64)`
             return getattr(self.sem.to_tensor(obj), attr)
@@ -693,6 +708,11 @@ class CodeGenerator(ast.NodeVisitor):
             i = unwrap(self.visit(idx))
             if isinstance(i, base_value):
                 raise self.error(node, "tuples can only be indexed by compile-time integers")
+            if isinstance(i, lto.slice):
+                if any(isinstance(b, base_value) for b in (i.start, i.stop, i.step)):
+                    raise self.error(node, "a tuple is sliced with compile-time bounds")
+                part = obj[i.as_python()]
+                return type(obj)(part) if isinstance(obj, lto.tuple) else part
             return obj[i]
         if isinstance(obj, private_array):
             return self.sem.private_load(obj, self._private_index(node))
@@ -702,18 +722,26 @@ class CodeGenerator(ast.NodeVisitor):
         rank = len(obj.shape)
         out = obj
         pos = 0
+        news = 0
         for e in elts:
-            if isinstance(e, ast.Constant) and e.value is None:
+            v = unwrap(self.visit(e))
+            if v is None:
                 out = self._expand(out, pos)
+                news += 1
                 pos += 1
-            elif isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None:
+            elif isinstance(v, lto.slice) and v.is_whole():
                 pos += 1
             else:
                 raise self.error(e, "tiles can only be indexed with ':' and None (e.g. x[:, None]); "
                                     "element indexing is not supported")
-        if pos - sum(1 for e in elts if isinstance(e, ast.Constant)) > rank:
+        if pos - news > rank:
             raise self.error(node, f"too many indices for a tile of rank {rank}")
         return out
+
+    def visit_Slice(self, node):
+        """``a:b:c`` in a subscript: Triton's ``slice`` of the bounds."""
+        return lto.slice(*(unwrap(self.visit(b)) if b is not None else None
+                           for b in (node.lower, node.upper, node.step)))
 
     def _private_index(self, node: ast.Subscript):
         """The indices of ``buf[i, j]`` (kernel values or compile-time integers; no slices)."""
@@ -828,6 +856,13 @@ class CodeGenerator(ast.NodeVisitor):
                 self.builtin_call = node
                 return fn(*args, _sem=self.sem, _generator=self, **kwargs)
             return fn(*args, _sem=self.sem, **kwargs)
+        if isinstance(getattr(fn, "__self__", None), (T.Type, lto.slice, lto.constexpr_type)):
+            vals = [unwrap(a) for a in args]   # a method of a type (x.type.is_block()): compile time
+            if any(isinstance(v, base_value) for v in vals + list(kwargs.values())):
+                raise self.error(node, f"{fn.__name__}(...) needs compile-time arguments")
+            return fn(*vals, **{k: unwrap(v) for k, v in kwargs.items()})
+        if fn in _VALUE_CLASSES:
+            return fn(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
         if fn in _PY_CLASSES:
             vals = [unwrap(a) for a in args]
             if any(isinstance(v, base_value) for v in vals + list(kwargs.values())):

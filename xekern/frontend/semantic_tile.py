@@ -464,13 +464,22 @@ class TileSemantic:
         through SLM at offset ``-j`` or ``+j`` of a buffer padded on both sides (as ``flip``), and keeps
         the smaller or the larger of the two: always one of them, so the result is a permutation (a
         NaN stays, somewhere)."""
-        self.require_level("xl.sort", "wg")
+        return self._bitonic("xl.sort", x, axis, descending, merge_only=False)
+
+    def bitonic_merge(self, x, axis, descending: bool = False) -> tensor:
+        """``xl.bitonic_merge(x, dim, descending)``: the last stage of ``sort``, which sorts a
+        sequence along ``axis`` that is bitonic (rises then falls, or falls then rises):
+        ``log2(n)`` compare-exchange steps, as Triton's ``tl.bitonic_merge``."""
+        return self._bitonic("xl.bitonic_merge", x, axis, descending, merge_only=True)
+
+    def _bitonic(self, what: str, x, axis, descending: bool, merge_only: bool) -> tensor:
+        self.require_level(what, "wg")
         x, axis, n = self._along_last(x, axis)
         if n == 1:
             return x
         idx = self._along(x, axis)
         slm = _Exchange(self, x, axis, n // 2)
-        acc, k = x, 2
+        acc, k = x, n if merge_only else 2
         while k <= n:
             j = k // 2
             while j >= 1:

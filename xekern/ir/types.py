@@ -38,6 +38,14 @@ class DType(Type):
     def __repr__(self) -> str:
         return f"xl.{self.user_name}"
 
+    # Triton's dtype spellings: a scalar's type is its own scalar type, and no block
+    @property
+    def scalar(self) -> "DType":
+        return self
+
+    def is_block(self) -> bool:
+        return False
+
     @property
     def is_floating(self) -> bool:
         return self.kind == "float"
@@ -179,6 +187,21 @@ class VectorType(Type):
     @property
     def numel(self) -> int:
         return prod(self.shape)
+
+    # Triton's block_type spellings (xl.block_type is this type)
+    @property
+    def element_ty(self) -> DType:
+        return self.elem
+
+    @property
+    def scalar(self) -> DType:
+        return self.elem
+
+    def is_block(self) -> bool:
+        return True
+
+    def get_block_shapes(self) -> Tuple[int, ...]:
+        return self.shape
 
     def with_layout(self, layout) -> "VectorType":
         return replace(self, layout=layout)

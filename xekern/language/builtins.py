@@ -5,6 +5,8 @@ They can only be called inside an ``@xk.jit`` function.
 """
 from __future__ import annotations
 
+import builtins as _py
+
 from ..ir.layout import Layout, SliceLayout
 from .core import block_pointer, builtin, float32, int32, uint32, unwrap
 
@@ -459,6 +461,70 @@ def histogram(input, num_bins, mask=None, _sem=None):
 def sort(x, dim=None, descending=False, _sem=None):
     """``x`` sorted along ``dim`` (the last dimension when None), ascending unless ``descending``."""
     return _sem.sort(x, unwrap(dim), bool(unwrap(descending)))
+
+
+@builtin
+def bitonic_merge(x, dim=None, descending=0, _sem=None):
+    """``x`` sorted along ``dim`` (the last when None) when it is bitonic along it (rising then
+    falling, or the reverse): the last stage of ``xl.sort``, ``log2(n)`` compare-exchange steps
+    (Triton's ``tl.bitonic_merge``; ``descending`` 0 or 1)."""
+    return _sem.bitonic_merge(x, unwrap(dim), bool(unwrap(descending)))
+
+
+@builtin
+def map_elementwise(scalar_fn, *args, pack=1, _sem=None, _generator=None):
+    """``scalar_fn`` (an ``@xk.jit`` function) applied elementwise to ``args`` broadcast to one
+    shape, as Triton's ``tl.map_elementwise``: one tile when it returns one value, else a tuple.
+    ``pack`` elements go to each call: with ``pack = p`` the function takes ``p`` consecutive
+    elements (along the last axis) of each argument in turn (``a0, a1, b0, b1`` for two arguments
+    and ``p = 2``) and returns ``p`` values per result, result by result; the results come back as
+    a tuple. The function is called on whole tiles: an ``if`` in it must test compile-time values
+    (branch on data with ``xl.where``)."""
+    fn = unwrap(scalar_fn)
+    if not getattr(fn, "__xekern_jit__", False):
+        raise ValueError(f"map_elementwise: scalar_fn must be an @xk.jit function, got {fn!r}")
+    pack = unwrap(pack)
+    if not isinstance(pack, int) or pack < 1 or pack & (pack - 1):
+        raise ValueError(f"map_elementwise: pack must be a power of 2 (1, 2, 4, ...), got {pack!r}")
+    if not args:
+        raise ValueError("map_elementwise needs at least one argument")
+    vals = [_sem.to_tensor(a) for a in args]
+    shape = ()
+    for v in vals:
+        shape = _sem.broadcast_shapes(shape, v.shape)
+    vals = [v if v.shape == shape else _sem.broadcast_to(v, list(shape)) for v in vals]
+    if pack == 1:
+        return _generator.inline(fn, *vals)
+    if not shape or shape[-1] % pack:
+        raise ValueError(f"map_elementwise: pack={pack} needs a last dimension that is a multiple of it, "
+                         f"got shape {list(shape)}")
+    parts = [p for v in vals for p in _unpack(_sem, v, pack)]
+    out = _generator.inline(fn, *parts)
+    out = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(out) % pack:
+        raise ValueError(f"map_elementwise: with pack={pack} the function must return a multiple of {pack} "
+                         f"values (pack per result), got {len(out)}")
+    return tuple(_repack(_sem, out[k * pack:(k + 1) * pack], shape) for k in _py.range(len(out) // pack))
+
+
+def _unpack(_sem, v, pack: int) -> list:
+    """The ``pack`` tiles of elements ``i * pack + e`` (``e`` = 0 .. pack - 1) of ``v``'s last axis."""
+    parts = [_sem.reshape(v, list(v.shape[:-1]) + [v.shape[-1] // pack, pack])]
+    while parts[0].shape[-1] > 1:   # split the packed axis in halves: element e's bits low first
+        halves = [_sem.split(_sem.reshape(p, list(p.shape[:-1]) + [p.shape[-1] // 2, 2])) for p in parts]
+        parts = [h[0] for h in halves] + [h[1] for h in halves]
+    return [_sem.reshape(p, list(p.shape[:-1])) for p in parts]
+
+
+def _repack(_sem, pieces: list, shape) -> object:
+    """The inverse of ``_unpack``: ``pack`` tiles back into one of ``shape``."""
+    parts = [_sem.to_tensor(p) for p in pieces]
+    parts = [_sem.reshape(p, list(p.shape) + [1]) for p in parts]
+    while len(parts) > 1:
+        half = len(parts) // 2
+        joined = [_sem.join(a, b) for a, b in zip(parts[:half], parts[half:])]
+        parts = [_sem.reshape(j, list(j.shape[:-2]) + [j.shape[-2] * 2]) for j in joined]
+    return _sem.reshape(parts[0], list(shape))
 
 
 @builtin

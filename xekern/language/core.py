@@ -79,6 +79,30 @@ class constexpr:
     def __bool__(self):
         return bool(self.value)
 
+    @property
+    def type(self):
+        """Triton's ``constexpr_type`` of the value."""
+        from .type_objects import constexpr_type
+        return constexpr_type(self.value)
+
+
+class condition:
+    """Triton's ``tl.condition(cond, disable_licm=False)``: a ``while`` loop's test, with a hint
+    for the compiler. ``while xl.condition(i < n): ...`` is ``while i < n: ...`` (the hint is
+    accepted and has no effect: xekern hoists nothing out of while loops)."""
+
+    def __init__(self, arg1, disable_licm=False):
+        self.condition = arg1
+        self.disable_licm = bool(unwrap(disable_licm))
+
+
+class async_task:
+    """Triton's ``with tl.async_task(...)`` (warp specialization): the block runs as ordinary code,
+    in every subgroup, which computes what it computes under warp specialization."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
 
 def unwrap(v):
     return v.value if isinstance(v, constexpr) else v
