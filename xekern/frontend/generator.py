@@ -251,6 +251,9 @@ class CodeGenerator(ast.NodeVisitor):
                     except SemanticError as e:
                         raise self.error(target, str(e)) from None
                 return
+            if isinstance(arr, tuple):
+                raise self.error(target, "a tuple cannot be changed (as in Triton): build a new one, "
+                                         "e.g. t = xl.tuple([v, t[1]])")
             raise self.error(target, "item assignment is not supported: tiles are values; use xl.where "
                                      "to change elements, xl.store to write memory, or xl.alloc_private "
                                      "for an array of a work item (lane level)")
@@ -969,7 +972,13 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
     src: KernelSource = jit.source
     tree = src.tree
     arg_names = [a.arg for a in tree.args.args]
-    runtime = [n for n in arg_names if not isinstance(signature.get(n), _ConstArg)]
+    runtime = []   # the function's arguments: runtime parameters, a tuple's runtime leaves in its place
+    for n in arg_names:
+        v = signature.get(n)
+        if isinstance(v, _TupleArg):
+            runtime.extend(v.names())
+        elif not isinstance(v, _ConstArg):
+            runtime.append(n)
     level = getattr(options, "level", "wg")
     # what the IR was built for, so that a pass run on its printed text (python -m xekern opt) decides
     # as the compilation did: the target, the emitter, the level the kernel is written at
@@ -990,6 +999,10 @@ def compile_to_ir(jit, signature: Dict[str, Any], options) -> ir.FuncOp:
         scope[n] = v.value if isinstance(v, _ConstArg) else None
     for n, a in zip(runtime, func.args):
         scope[n] = tensor(a)
+    for n in arg_names:   # a tuple argument: its leaves (tensors, constants) in its nesting
+        v = signature[n]
+        if isinstance(v, _TupleArg):
+            scope[n] = v.rebuild(lambda leaf: leaf.value if isinstance(leaf, _ConstArg) else scope.pop(leaf))
     sem.read_only = {a: n for n, a in zip(runtime, func.args) if is_const(tree, n)}
     gen = CodeGenerator(src, sem, scope)
     ret = gen.visit_function(tree)
@@ -1013,6 +1026,44 @@ class _ConstArg:
 
 
 ConstArg = _ConstArg
+
+
+class _TupleArg:
+    """A tuple argument's nesting in a signature: each leaf the name of the function argument it
+    became (``runtime/tuple_args.py``) or a ``ConstArg``."""
+
+    def __init__(self, structure):
+        self.structure = structure
+
+    def names(self) -> List[str]:
+        out: List[str] = []
+
+        def walk(x):
+            for y in x:
+                if isinstance(y, tuple):
+                    walk(y)
+                elif isinstance(y, str):
+                    out.append(y)
+        walk(self.structure)
+        return out
+
+    def rebuild(self, leaf):
+        """The nesting with ``leaf(x)`` for each leaf (a name or a ``ConstArg``), as ``xl.tuple``s."""
+        def walk(x):
+            return lto.tuple([walk(y) if isinstance(y, tuple) else leaf(y) for y in x])
+        return walk(self.structure)
+
+    def __repr__(self):
+        return f"tuple({self.structure!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, _TupleArg) and repr(other) == repr(self)
+
+    def __hash__(self):
+        return hash(repr(self))
+
+
+TupleArg = _TupleArg
 # the signature's entry naming what the launch's specialization knows: integer parameter -> a number it
 # is a multiple of (16, as Triton specializes; part of the kernel's cache key)
 MULTIPLES = "__multiple_of__"

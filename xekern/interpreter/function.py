@@ -58,4 +58,6 @@ class InterpretedFunction(JITFunction):
             target = get_target("cpu")
         options = self.options(dict(overrides, debug=True), target)
         key, runtime = self.specialize(values, options)
-        return interpret_launch(self, grid, self.named(values), self.signature(values, runtime), options)
+        named = self.named(values)
+        named.update((name, values[i]) for i, name, _, _ in runtime if name not in named)   # (tuple leaves)
+        return interpret_launch(self, grid, named, self.signature(values, runtime), options)

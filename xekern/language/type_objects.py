@@ -85,8 +85,8 @@ class slice:  # noqa: A001  (Triton's name)
 
 class tuple(builtins.tuple):  # noqa: A001  (Triton's name)
     """Triton's ``tl.tuple(values)``: a tuple of kernel values (a Python tuple: indexing with
-    constants, ``len``, unpacking, ``+``, comprehensions). Tuple kernel *arguments* are not
-    supported: pass the members as arguments of their own."""
+    constants, ``len``, unpacking, ``+``). A tuple kernel argument arrives as one
+    (``runtime/tuple_args.py``)."""
 
     def __new__(cls, args=(), type=None):  # noqa: A002  (Triton's keyword)
         return super().__new__(cls, args)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import knobs
 from ..errors import CompilationError, EmitterWarning, LaunchError
-from ..frontend.generator import MULTIPLES, ConstArg
+from ..frontend.generator import MULTIPLES, ConstArg, TupleArg
 from ..ir import FuncOp, print_func, types as T
 from ..ir.types import PointerType
 from ..language.core import constexpr
@@ -35,7 +35,8 @@ from ..compiler import compile_kernel
 from ..lowering.pipeline import Asm, Compiled, Options
 from ..targets import Target, get_target
 from ..version import __version__
-from . import arrays, device as dev, dlpack, driver_probe, extents, guards, launch_memo, surfaces, usm_args, writes
+from . import (arrays, device as dev, dlpack, driver_probe, extents, guards, launch_memo, surfaces, tuple_args,
+               usm_args, writes)
 from .launch import Launch, check_grid
 from .cache import compiler_fingerprint, disk_cache, stats
 
@@ -516,8 +517,22 @@ class JITFunction:
         """(memory-cache key, runtime plan) for bound ``vals``; the plan lists, per runtime
         parameter, (index, name, IR type, converter to a dpctl argument)."""
         parts, runtime = [], []
+        extra = len(self.params)   # the index in ``vals`` of the next tuple leaf (``arguments``)
         for p, v in zip(self.params, vals):
             tv = type(v)
+            if not p.is_constexpr and isinstance(v, tuple):
+                parts.append(("tuple", tuple_args.shape(v)))
+                for name, leaf in zip(tuple_args.leaf_names(p.name, v), tuple_args.leaves(v)):
+                    if tuple_args.is_constant(leaf):
+                        parts.append(("const", type(leaf), tuple_args.constant_value(leaf)))
+                    else:
+                        fast = _FAST_CLASSIFY.get(type(leaf))
+                        part, irt, conv = fast(leaf, name) if fast is not None else (*_classify(leaf, name), None)
+                        parts.append(part)
+                        if part is not ONE:
+                            runtime.append((extra, name, irt, conv or converter(leaf, irt)))
+                    extra += 1
+                continue
             if p.is_constexpr:
                 if tv not in _SIMPLE_CONSTS:
                     if isinstance(v, constexpr):
@@ -545,19 +560,30 @@ class JITFunction:
         """The IR signature for the compiler: runtime parameters' types and constexpr values."""
         irt = {r[1]: r[2] for r in runtime}
         sig: Dict[str, Any] = {MULTIPLES: {}}
+
+        def runtime_arg(name: str, v) -> None:
+            sig[name] = irt[name]
+            if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(v) % 16 == 0:
+                sig[MULTIPLES][name] = 16  # (the key's divisibility: _int_part)
+            elif isinstance(irt[name], PointerType) and surfaces.aligned(v):
+                sig[MULTIPLES][name] = surfaces.POINTER_ALIGN  # (the key's alignment: _classify, usm_args)
+
         for p in self.params:
             v = vals[p.index]
             if p.is_constexpr:
                 v = v.value if isinstance(v, constexpr) else v
                 sig[p.name] = ConstArg(v.item() if isinstance(v, np.generic) else v)
+            elif isinstance(v, tuple):
+                names = tuple_args.leaf_names(p.name, v)
+                for name, leaf in zip(names, tuple_args.leaves(v)):
+                    if name in irt:
+                        runtime_arg(name, leaf)
+                sig[p.name] = TupleArg(tuple_args.rebuild(v, lambda i, leaf: names[i] if names[i] in irt else ConstArg(
+                    tuple_args.constant_value(leaf) if tuple_args.is_constant(leaf) else 1)))
             elif p.name not in irt:   # an integer equal to 1 (_int_part): the constant
                 sig[p.name] = ConstArg(1)
             else:
-                sig[p.name] = irt[p.name]
-                if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(v) % 16 == 0:
-                    sig[MULTIPLES][p.name] = 16  # (the key's divisibility: _int_part)
-                elif isinstance(irt[p.name], PointerType) and surfaces.aligned(v):
-                    sig[MULTIPLES][p.name] = surfaces.POINTER_ALIGN  # (the key's alignment: _classify, usm_args)
+                runtime_arg(p.name, v)
         return sig
 
     def options(self, overrides: Dict[str, Any], target: Target, driver: Optional[Driver] = None) -> Options:
@@ -661,8 +687,12 @@ class JITFunction:
 
     def arguments(self, args, kwargs) -> list:
         """A launch's argument values in parameter order: defaults filled in, arrays that only speak
-        DLPack taken as NumPy views (host) or zero-copy (oneAPI devices)."""
-        return _host_dlpack(self.params, self.bind(args, kwargs))
+        DLPack taken as NumPy views (host) or zero-copy (oneAPI devices); then the leaves of tuple
+        arguments, depth first (``tuple_args``: each is an argument of the driver kernel)."""
+        values = _host_dlpack(self.params, self.bind(args, kwargs))
+        extra = [leaf for p in self.params if not p.is_constexpr and isinstance(values[p.index], tuple)
+                 for leaf in tuple_args.leaves(values[p.index])]
+        return values + extra if extra else values
 
     def run(self, grid, args, kwargs):
         memo = self._memo
@@ -850,9 +880,18 @@ class JITFunction:
                 sig[p.name] = ConstArg(v)
             elif isinstance(v, T.Type):
                 sig[p.name] = v
+            elif isinstance(v, tuple):   # a tuple argument: a type per runtime leaf, else its constant
+                names = tuple_args.leaf_names(p.name, v)
+
+                def leaf(i, x, names=names):
+                    if isinstance(x, T.Type):
+                        sig[names[i]] = x
+                        return names[i]
+                    return ConstArg(tuple_args.constant_value(x))
+                sig[p.name] = TupleArg(tuple_args.rebuild(v, leaf))
             else:
                 raise LaunchError(f"signature: parameter '{p.name}' needs a type (xl.int32, xk.pointer(...)), "
-                                  f"or 1 for the specialization of an integer equal to 1; got {v!r}")
+                                  f"a tuple of them, or 1 for the specialization of an integer equal to 1; got {v!r}")
         if multiple_of is None:
             multiple_of = {n: 16 for n, v in sig.items() if isinstance(v, PointerType) or
                            isinstance(v, T.DType) and v.is_int and not v.is_bool}
