@@ -37,7 +37,6 @@ TRITON_NAMES = (
 
 # names xl does not have, and why
 MISSING = {
-    "dot_scaled": "microscaling (mx) formats: no matrix engine for them on these GPUs",
     "float8e4b15": "an fp8 format of Triton's own (bias 15); the four OCP and fnuz formats are there",
     "inline_asm_elementwise": "PTX / AMDGPU assembly strings mean nothing to IGC; vISA inline assembly is "
                               "internal (the visa emitter)",
@@ -80,6 +79,8 @@ DIFFERENT = {
     "map_elementwise": "the function is called on whole tiles, so an `if` in it must test compile-time values "
                        "(`xl.where` on data); `pack` > 1 regroups the elements through SLM",
     "slice": "on a tile only the whole axis (`:`); on a tuple, compile-time bounds",
+    "dot_scaled": "no matrix engine for the mx formats on these GPUs: computed as Triton's reference computes "
+                  "it (decoded, scaled, rounded to bf16 or fp16, then `xl.dot`); 2-D operands; `fast_math` ignored",
     "tuple": "a Python tuple of kernel values at compile time; tuple kernel arguments are flattened into "
              "arguments of their own at launch (nested; `None` and `xl.constexpr` leaves are constants)",
 }
