@@ -29,9 +29,15 @@ def npdt(t: DType) -> np.dtype:
 
 # ---- floats ------------------------------------------------------------------------------------
 
+E4B15 = "f8E4M3B15"   # float8e4b15: held as its bits (uint8), as no NumPy type has it
+
+
 def widen(x, t: DType) -> np.ndarray:
     """A float value in the type the device computes it in (f32 for fp8, f16 and bf16)."""
     a = np.asarray(x)
+    if t.name == E4B15:   # the f16 whose exponent's top bit is clear (codegen/arith.fp8_to_f32)
+        u = a.astype(np.uint16)
+        return (((u & 0x80) << 8) | ((u & 0x7F) << 7)).astype(np.uint16).view(np.float16).astype(F32)
     return a.astype(F32) if t.bits < 32 else a
 
 
@@ -42,6 +48,11 @@ FP8_MAX = {"f8E5M2": 57344.0, "f8E4M3FN": 448.0, "f8E4M3FNUZ": 240.0, "f8E5M2FNU
 def narrow(x, t: DType) -> np.ndarray:
     """Round a computed float back to ``t`` (nearest even, like the device; fp8 saturates)."""
     a = np.asarray(x)
+    if t.name == E4B15:   # through f16, clamped at 1.75, rounded half away (codegen/core.e4b15_bits)
+        with np.errstate(over="ignore"):   # (beyond f16: inf, then clamped)
+            h = a.astype(np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
+        mag = np.minimum(h & 0x7FFF, 0x3F00)
+        return (((h >> 8) & 0x80) | (((mag << 1) + 0x80) >> 8)).astype(np.uint8)
     if t.is_fp8:
         top = FP8_MAX[t.name]
         a = np.where(np.isnan(a), a, np.clip(a, -top, top))

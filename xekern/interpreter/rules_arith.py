@@ -147,7 +147,7 @@ def cast(kind: str, x, src: DType, dst: DType):
     if kind in ("extf", "truncf"):
         v = np.asarray(x)
         if src.is_fp8:
-            v = v.astype(np.float32)
+            v = N.widen(v, src)
         if dst.computed_in_f32 and v.dtype.itemsize == 8:
             v = v.astype(np.float32)  # the device rounds f64 -> fp8/f16/bf16 through f32
         return N.narrow(v, dst)

@@ -26,7 +26,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT = re.compile(r"-?\d+(?![\d.eE])")
 _NUMBER = re.compile(r"-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_SHAPE = re.compile(r"((?:\d+x)+|x?)([a-z]+\d*(?:E\dM\d(?:FNUZ|FN)?)?)\b")   # 8x16xf32; xf32 (rank 0)
+_SHAPE = re.compile(r"((?:\d+x)+|x?)([a-z]+\d*(?:E\dM\d(?:FNUZ|FN|B\d+)?)?)\b")   # 8x16xf32; xf32 (rank 0)
 _KEYWORDS = {"true": True, "false": False, "none": None, "inf": math.inf, "nan": math.nan}
 
 _MEMO: Dict[str, object] = {}   # text of a type or layout -> the object (both are frozen)

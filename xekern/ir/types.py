@@ -85,7 +85,8 @@ class DType(Type):
 
 _NP_NAMES = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
              "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
-             "f16": "float16", "f32": "float32", "f64": "float64"}
+             "f16": "float16", "f32": "float32", "f64": "float64",
+             "f8E4M3B15": "uint8"}   # (its bits: no NumPy type has it)
 # NumPy has no bfloat16 or fp8: the ml_dtypes package's types (the same bits) stand for them
 _ML_DTYPES = {"bf16": "bfloat16", "f8E5M2": "float8_e5m2", "f8E4M3FN": "float8_e4m3fn",
               "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2FNUZ": "float8_e5m2fnuz"}
@@ -113,10 +114,16 @@ float8e4nv = DType("f8E4M3FN", 8, "float", "float8e4nv")
 float8e4b8 = DType("f8E4M3FNUZ", 8, "float", "float8e4b8")
 float8e5b16 = DType("f8E5M2FNUZ", 8, "float", "float8e5b16")
 
+# Triton's own fp8 (float8e4b15): e4m3 with bias 15, no inf or NaN, largest 1.875; conversions to it
+# round through f16 and saturate at 1.75, as Triton's do. No host array has it (NumPy and
+# ml_dtypes lack it): its bits are uint8, and a kernel bitcasts them (``.to(xl.float8e4b15,
+# bitcast=True)``)
+float8e4b15 = DType("f8E4M3B15", 8, "float", "float8e4b15")
+
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float8e5, float8e4nv, float8e4b8, float8e5b16, float16, bfloat16, float32, float64)
-BY_NAME = {d.name: d for d in ALL_DTYPES}
-BY_USER_NAME = {d.user_name: d for d in ALL_DTYPES}
+BY_NAME = {d.name: d for d in ALL_DTYPES + (float8e4b15,)}
+BY_USER_NAME = {d.user_name: d for d in ALL_DTYPES + (float8e4b15,)}
 
 
 _FROM_NUMPY = {}

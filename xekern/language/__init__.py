@@ -13,7 +13,7 @@ from .random import (pair_uniform_to_normal, philox, philox_impl, rand, rand4x, 
 from .builtins import __dict__ as _b
 from .scaled_dot import dot_scaled  # noqa: F401
 from .type_objects import block_type, constexpr_type, slice, tuple, void  # noqa: F401,A004
-from .core import (ALL_DTYPES, MAX_LANE_NUMEL, MAX_TILE_NUMEL, PropagateNan, async_task, bfloat16, builtin, condition, const, constexpr, dtype, float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8,
+from .core import (ALL_DTYPES, MAX_LANE_NUMEL, MAX_TILE_NUMEL, PropagateNan, async_task, bfloat16, builtin, condition, const, constexpr, dtype, float8e4b15, float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8,
                    int16, int32, int64, block_pointer, mem_desc, nbarrier, pi32_t, pointer_tile, pointer_type, private_array, scatter_descriptor, tensor,
                    tensor_descriptor, uint8,
                    uint16, uint32, uint64)

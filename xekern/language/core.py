@@ -14,7 +14,7 @@ from enum import IntEnum
 from typing import Tuple
 
 from ..ir.types import (ALL_DTYPES, DType, PointerType, VectorType, bfloat16,
-                        float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8, int16, int32, int64, uint8,
+                        float8e4b15, float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64, int1, int8, int16, int32, int64, uint8,
                         uint16, uint32, uint64)
 
 dtype = DType

@@ -37,7 +37,6 @@ TRITON_NAMES = (
 
 # names xl does not have, and why
 MISSING = {
-    "float8e4b15": "an fp8 format of Triton's own (bias 15); the four OCP and fnuz formats are there",
     "inline_asm_elementwise": "PTX / AMDGPU assembly strings mean nothing to IGC; vISA inline assembly is "
                               "internal (the visa emitter)",
 }
@@ -56,6 +55,9 @@ DIFFERENT = {
     "dot": "operands bf16, f16, tf32 (f32), int8, uint8, fp8 (multiplied as f16); `input_precision` 'tf32' or "
            "'ieee'; N at least the subgroup width",
     "float8e5": "storage type, computed in f32; conversions saturate (Triton's satfinite)",
+    "float8e4b15": "storage type computed in f32; no host array has it (NumPy and ml_dtypes lack it): its bits "
+                   "come as uint8 and the kernel bitcasts them; conversions to it from any float go through f16 "
+                   "as Triton's (which takes f16 and f32 only)",
     "float8e4nv": "storage type, computed in f32; conversions saturate (Triton's satfinite)",
     "float8e4b8": "storage type (e4m3fnuz), computed in f32; conversions saturate",
     "float8e5b16": "storage type (e5m2fnuz), computed in f32; conversions saturate",

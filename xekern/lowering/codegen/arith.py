@@ -10,7 +10,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import DType
 from ..rewrite import PassError
-from .core import FP8, FP8_FNUZ, CodeGen, ll_type
+from .core import E4B15, E4B15_CLAMP, FP8, FP8_FNUZ, CodeGen, ll_type
 from .ocl import F16, F32, F64, I8, I16, I32, mangle_scalar
 
 # ---- 16-bit floats are computed in f32 ------------------------------------------------------------
@@ -41,6 +41,11 @@ def fp8_to_f32(cg: CodeGen, v, t: DType):
     c = lambda n: ll.Constant(I32, n)  # noqa: E731
     if t.name == "f8E5M2":
         return b.fpext(b.bitcast(b.shl(b.zext(v, I16), ll.Constant(I16, 8)), F16), F32)
+    if t.name == E4B15:   # the f16 whose exponent's top bit is clear: sign, then 7 bits shifted by 7
+        x = b.zext(v, I16)
+        h = b.or_(b.shl(b.and_(x, ll.Constant(I16, 0x80)), ll.Constant(I16, 8)),
+                  b.shl(b.and_(x, ll.Constant(I16, 0x7F)), ll.Constant(I16, 7)))
+        return b.fpext(b.bitcast(h, F16), F32)
     mbits, bias, _ = FP8[t.name]
     x = b.zext(v, I32)
     sign = b.shl(b.and_(x, c(0x80)), c(24))
@@ -60,6 +65,12 @@ def f32_to_fp8(cg: CodeGen, v, t: DType):
     result is a count of subnormal steps, ``rint(|x| * 2^(bias - 1 + m))``."""
     b = cg.b
     c = lambda n: ll.Constant(I32, n)  # noqa: E731
+    if t.name == E4B15:   # through f16, clamped at 1.75, the f16 bits rounded half away (core.e4b15_bits)
+        h = b.zext(b.bitcast(b.fptrunc(v, F16), I16), I32)
+        mag = b.and_(h, c(0x7FFF))
+        mag = b.select(b.icmp_unsigned(">", mag, c(E4B15_CLAMP)), c(E4B15_CLAMP), mag)
+        byte = b.lshr(b.add(b.shl(mag, c(1)), c(0x80)), c(8))
+        return b.trunc(b.or_(b.and_(b.lshr(h, c(8)), c(0x80)), byte), I8)
     mbits, bias, top = FP8[t.name]
     bits = b.bitcast(v, I32)
     sign = b.and_(b.lshr(bits, c(24)), c(0x80))

@@ -428,11 +428,26 @@ FP8 = {"f8E5M2": (2, 15, 0x7B), "f8E4M3FN": (3, 7, 0x7E), "f8E4M3FNUZ": (3, 8, 0
 FP8_FNUZ = ("f8E4M3FNUZ", "f8E5M2FNUZ")
 
 
+# float8e4b15 (Triton's own): conversions to it go through f16 (nearest even), clamp the magnitude at
+# 1.75 (f16 bits 0x3F00: inf and NaN too) and round the f16 bits half away from zero to 7 bits
+E4B15, E4B15_CLAMP = "f8E4M3B15", 0x3F00
+
+
+def e4b15_bits(x: float) -> int:
+    """The float8e4b15 byte of ``x``, as Triton converts (what ``arith.f32_to_fp8`` computes)."""
+    import numpy as np
+    with np.errstate(over="ignore"):   # (beyond f16: inf, then clamped)
+        h = int(np.array(x, np.float32).astype(np.float16).view(np.uint16))
+    return (h >> 8) & 0x80 | ((min(h & 0x7FFF, E4B15_CLAMP) << 1) + 0x80) >> 8
+
+
 def fp8_bits(x: float, t: DType) -> int:
     """The fp8 byte of ``x``: nearest even, saturated to the largest finite value, NaN 0x7f (with
     the sign); what ``arith.f32_to_fp8`` computes on the device."""
     import math
     import struct
+    if t.name == E4B15:
+        return e4b15_bits(x)
     mbits, bias, top = FP8[t.name]
     fnuz = t.name in FP8_FNUZ
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
