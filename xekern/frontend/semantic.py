@@ -495,6 +495,35 @@ class ArithSemantic:
             raise SemanticError(f"xl.assume needs a scalar boolean condition, got {c!r}")
         return None
 
+    def inline_asm(self, asm, constraints, args, dtype, pure: bool, pack) -> tensor:
+        """``xl.inline_asm_elementwise``: the vISA text on every element of ``args``."""
+        emitter = getattr(self.options, "emitter", None)
+        if emitter is None or not emitter.driver.inline_visa:
+            where = f"target {self.options.target.name}" + (f" (driver {emitter.driver.name})" if emitter else "")
+            raise SemanticError(f"inline_asm_elementwise: the assembly is Intel vISA text, which only Intel GPU "
+                                f"drivers compile; {where} has no inline assembly (compile for a GPU target, "
+                                f"e.g. compile_offline(..., target='pvc'))")
+        if not isinstance(asm, str) or not isinstance(constraints, str):
+            raise SemanticError("inline_asm_elementwise: asm and constraints must be strings")
+        if isinstance(dtype, (tuple, list)) or not isinstance(dtype, DType):
+            raise SemanticError(f"inline_asm_elementwise: dtype must be one dtype (one result), got {dtype!r}")
+        if pack != 1:
+            raise SemanticError(f"inline_asm_elementwise: pack={pack!r}; only pack=1 (vISA operands are whole "
+                                f"variables of the subgroup's lanes, one element each)")
+        vals = [self.to_tensor(a) for a in args]
+        if not vals:
+            raise SemanticError("inline_asm_elementwise needs at least one argument")
+        n_out = sum(1 for c in constraints.split(",") if c.strip().startswith("="))
+        if n_out != 1 or len(constraints.split(",")) != 1 + len(vals):
+            raise SemanticError(f"inline_asm_elementwise: constraints {constraints!r} must name one output and "
+                                f"one input per argument ({len(vals)}), e.g. '=rw' + ',rw' * {len(vals)}")
+        shape = ()
+        for v in vals:
+            shape = self.broadcast_shapes(shape, v.shape)
+        vals = [v if v.shape == shape else self.broadcast_to(v, list(shape)) for v in vals]
+        t = VectorType(tuple(shape), dtype) if shape else dtype
+        return self.op(ir.InlineAsmOp, asm, constraints, [v.handle for v in vals], t, pure)
+
     def where(self, cond, a, b) -> tensor:
         ua, ub = unwrap(a), unwrap(b)
         c = self.to_tensor(cond)

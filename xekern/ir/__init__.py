@@ -3,7 +3,7 @@ arith/math/vector/scf/gpu ops they need. ``print_func`` gives the stable text fo
 reads it back."""
 from .core import Block, Builder, IRError, Loc, Op, Value, users
 from .layout import Layout, LayoutError, SliceLayout
-from .ops_arith import BinaryOp, CastOp, CmpOp, ConstantOp, FmaOp, SelectOp, UnaryOp, cast_kind
+from .ops_arith import BinaryOp, CastOp, CmpOp, ConstantOp, FmaOp, InlineAsmOp, SelectOp, UnaryOp, cast_kind
 from .ops_debug import AssertOp, BreakpointOp, PrintOp
 from .ops_iree_gpu import ShuffleTensorOp, ValueBarrierOp
 from .ops_private import AllocPrivateOp, PrivateLoadOp, PrivateStoreOp

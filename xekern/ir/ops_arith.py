@@ -217,3 +217,25 @@ def cast_kind(src: DType, dst: DType) -> str:
     if dst.bits < src.bits:
         return "trunci"
     return "extui" if src.kind in ("uint", "bool") else "extsi"
+
+
+class InlineAsmOp(Op):
+    """``gpu.elementwise_inline_asm``: inline assembly (Intel vISA text) applied elementwise, Triton's
+    ``tl.inline_asm_elementwise``. Its operands and its result share one shape (and layout); the
+    text names the result ``$0`` and the operands ``$1``, ``$2``, ... as vISA variables of one
+    subgroup's lanes (``constraints``: ``=rw`` for the result, ``rw`` per operand). It is kept even
+    when its result is unused (the text may have effects of its own)."""
+
+    NAME = "gpu.elementwise_inline_asm"
+    HAS_SIDE_EFFECTS = True
+    ATTRS = (Attr("asm", str, doc="the vISA text"), Attr("constraints", str, doc="LLVM-style, outputs first"),
+             Attr("pure", bool, doc="Triton's is_pure (recorded)"))
+
+    def __init__(self, asm: str, constraints: str, args: Sequence[Value], result_type, pure: bool = True, loc=None):
+        super().__init__(list(args), [result_type], {"asm": asm, "constraints": constraints, "pure": pure}, loc=loc)
+
+    def verify(self):
+        shape = getattr(self.result.type, "shape", None)
+        for v in self.operands:
+            if getattr(v.type, "shape", None) != shape:
+                raise IRError(f"operands must have the result's shape {shape}, got {v.type}", self)

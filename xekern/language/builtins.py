@@ -528,6 +528,18 @@ def _repack(_sem, pieces: list, shape) -> object:
 
 
 @builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, _sem=None):
+    """Triton's ``tl.inline_asm_elementwise``, with Intel vISA text instead of PTX: ``asm`` is run
+    for each element of ``args`` (broadcast to one shape), with ``$0`` the result and ``$1``, ``$2``,
+    ... the arguments as vISA variables of one subgroup's lanes (``constraints``: ``"=rw,rw,rw"``);
+    ``dtype`` the result's. GPU targets only (the driver compiles vISA); one result, ``pack=1``.
+    ``xl.inline_asm_elementwise("rol (M1, 16) $0(0,0)<1> $1(0,0)<1;1,0> $2(0,0)<1;1,0>",
+    "=rw,rw,rw", [x, s], dtype=xl.uint32, is_pure=True, pack=1)``"""
+    return _sem.inline_asm(unwrap(asm), unwrap(constraints), [a for a in unwrap(args)], unwrap(dtype),
+                           bool(unwrap(is_pure)), unwrap(pack))
+
+
+@builtin
 def topk(x, k, dim=None, _sem=None):
     """The ``k`` largest elements of ``x`` along ``dim`` (the last when None), largest first."""
     return _sem.topk(x, unwrap(k), unwrap(dim))

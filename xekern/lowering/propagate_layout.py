@@ -24,7 +24,7 @@ from .layouts import (batched_dpas_layouts, chunk_layout, complete_layout, defau
                       nd_layout, permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
-ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp)
+ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp, ir.InlineAsmOp)
 
 
 def _laid(v: Value) -> bool:

@@ -37,8 +37,6 @@ TRITON_NAMES = (
 
 # names xl does not have, and why
 MISSING = {
-    "inline_asm_elementwise": "PTX / AMDGPU assembly strings mean nothing to IGC; vISA inline assembly is "
-                              "internal (the visa emitter)",
 }
 
 # names xl has, with a difference worth knowing
@@ -55,6 +53,8 @@ DIFFERENT = {
     "dot": "operands bf16, f16, tf32 (f32), int8, uint8, fp8 (multiplied as f16); `input_precision` 'tf32' or "
            "'ieee'; N at least the subgroup width",
     "float8e5": "storage type, computed in f32; conversions saturate (Triton's satfinite)",
+    "inline_asm_elementwise": "Intel vISA text instead of PTX (`$0` the result, `$1`... the arguments as vISA "
+                              "variables of the subgroup's lanes), on GPU targets only; one result, `pack=1`",
     "float8e4b15": "storage type computed in f32; no host array has it (NumPy and ml_dtypes lack it): its bits "
                    "come as uint8 and the kernel bitcasts them; conversions to it from any float go through f16 "
                    "as Triton's (which takes f16 and f32 only)",

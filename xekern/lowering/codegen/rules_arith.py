@@ -9,7 +9,7 @@ from ...ir.types import VectorType, elem_of
 from ..rewrite import PassError
 from .arith import binop, castop, cmpop, map_slots, narrow, sub_group_shuffle, unop, widen, workgroup_barrier
 from .control import flat_like, for_loop, phis, shape_like
-from .core import CodeGen, VecSlots, rule
+from .core import CodeGen, VecSlots, ll_type, rule
 from .ocl import F64, I32, I64
 
 @rule(ir.ConstantOp)
@@ -41,6 +41,16 @@ def _fma(cg: CodeGen, op: ir.FmaOp):
         x, y, z = widen(cg, x, t), widen(cg, y, t), widen(cg, z, t)
         return narrow(cg, cg.ocl.intrinsic(cg.b, f"llvm.fma.{'f64' if x.type == F64 else 'f32'}", x.type, [x, y, z]), t)
     return map_slots(cg, op, f)
+
+
+@rule(ir.InlineAsmOp)
+def _inline_asm(cg: CodeGen, op: ir.InlineAsmOp):
+    """The vISA text once per slot, on the slot's values (vISA sees each as the subgroup's variable)."""
+    if not cg.emitter.driver.inline_visa:
+        raise PassError(f"codegen: inline assembly needs a driver that compiles vISA; {cg.emitter.name} on "
+                        f"{cg.target.name} has none", op)
+    t = ll_type(elem_of(op.result.type))
+    return map_slots(cg, op, lambda *xs: cg.asm(t, op.attrs["asm"], op.attrs["constraints"], list(xs)))
 
 
 # ---- unary ---------------------------------------------------------------------------------------
