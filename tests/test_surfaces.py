@@ -90,7 +90,7 @@ def test_no_2d_block_message_for_a_surface_the_rules_forbid(name, dtype, off, N,
 
 def _frontend(s, multiple_of):
     """The workgroup IR a launch's compile starts from (what surface_checks reads)."""
-    from xekern.frontend.generator import MULTIPLES, ConstArg, compile_to_ir
+    from xekern.frontend.compile import MULTIPLES, ConstArg, compile_to_ir
     from xekern.lowering.pipeline import Options
     s = {k: ConstArg(v) if isinstance(v, int) else v for k, v in s.items()}
     return compile_to_ir(shifted_copy, dict(s, **{MULTIPLES: multiple_of}), Options(target=xk.targets["pvc"],

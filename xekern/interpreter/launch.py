@@ -15,7 +15,7 @@ import numpy as np
 from .. import ir
 from ..errors import LaunchError, stage_error
 from ..frontend import compile_to_ir
-from ..frontend.generator import ConstArg
+from ..frontend.compile import ConstArg
 from ..ir.core import IRError
 from ..ir.types import DType, PointerType
 from ..runtime import arrays

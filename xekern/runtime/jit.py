@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import knobs
 from ..errors import CompilationError, EmitterWarning, LaunchError
-from ..frontend.generator import MULTIPLES, ConstArg, TupleArg
+from ..frontend.compile import MULTIPLES, ConstArg, TupleArg
 from ..ir import FuncOp, print_func, types as T
 from ..ir.types import PointerType
 from ..language.core import constexpr
