@@ -111,7 +111,8 @@ def _slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
 
 
 def _as_elements(cg: CodeGen, v, t: DType):
-    """A vector of ``t.bits``-bit integers as a vector of ``t`` where ``t`` is a float type."""
+    """A vector of ``t.bits``-bit integers as a vector of ``t`` where ``t`` is a float type (one
+    bitcast of the whole vector)."""
     lt = ll_type(t)
     if not isinstance(lt, (ll.HalfType, ll.FloatType, ll.DoubleType)):
         return v
@@ -196,12 +197,14 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
     for first, k in runs:
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
-        # both paths give the run as one vector of k elements, merged by one phi: the slots are its
-        # elements (register regions). A float run is a float vector before the phi: IGC copies every
-        # register of a phi'd integer vector whose elements are then bitcast to floats
+        # both paths give the run as one vector of k integers, merged by one phi: the slots are its
+        # elements (register regions). A float run is then bitcast as one vector: IGC copied every
+        # register of the run when each element was bitcast on its own (tutorial 01's add: 8 movs
+        # per run and access); bitcasting on each path before the phi instead cost loops that
+        # accumulate loads (row sum, layer norm) more movs than it saved
         block = lambda: block_io.read_vector(cg, ptr, t.bits, k, block_io.GLOBAL)  # noqa: E731
         element = lambda: _loop_loads(cg, d, p, masks, other, slots)  # noqa: E731
-        vec = _choose(cg, ok, lambda: [_as_elements(cg, block(), t)], lambda: [_as_elements(cg, element(), t)])[0]
+        vec = _as_elements(cg, _choose(cg, ok, lambda: [block()], lambda: [element()])[0], t)
         out.update((s, _from_int(cg, cg.b.extract_element(vec, cg.i32(j)), t)) for j, s in enumerate(slots))
     return out
 
