@@ -18,8 +18,6 @@ The machine's load average is printed: figures taken while other work runs are n
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -109,11 +107,7 @@ def measure(expr: str, ready: bool, reps: int) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--only", default=None, help="substring of the kernel names to run")
-    p.add_argument("--json", default=None, help="also write the figures here")
-    args = p.parse_args(argv)
+    args = fresh_process.arguments(__doc__, 3, "kernel names", argv)
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-c", "import xekern, xekern.lowering.codegen.core"], env=env, check=True)
@@ -138,10 +132,7 @@ def main(argv=None):
           f"({first['own'] * 1e3:.1f} ms), second process compiles={second['compiles']} "
           f"disk_hits={second['disk_hits']} ({second['own'] * 1e3:.2f} ms)")
     out["disk_cache"] = dict(first=first, second=second)
-    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    fresh_process.finish(out, args.json)
 
 
 if __name__ == "__main__":

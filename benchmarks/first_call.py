@@ -20,8 +20,6 @@ printed: figures taken while other work runs are noise.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -108,11 +106,7 @@ def measure(name: str, reps: int) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=1)
-    p.add_argument("--only", default=None, help="substring of the case names to run")
-    p.add_argument("--json", default=None, help="also write the figures here")
-    args = p.parse_args(argv)
+    args = fresh_process.arguments(__doc__, 1, "case names", argv)
     print(fresh_process.machine())
     print(f"seconds, median of {args.reps} fresh process(es) per state; total = call to end of kernel")
     print(f"{'case':52} {'cold':>6} {'own':>6} {'driver':>6}   {'warm':>6} {'own':>6} {'driver':>6}  compiles")
@@ -124,10 +118,7 @@ def main(argv=None):
         print(f"{name:52} {m['cold total']:6.2f} {m['cold own']:6.2f} {m['cold driver']:6.2f}   "
               f"{m['warm total']:6.2f} {m['warm own']:6.2f} {m['warm driver']:6.2f}  "
               f"{m['cold compiles']}/{m['warm compiles']}", flush=True)
-    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    fresh_process.finish(out, args.json)
 
 
 if __name__ == "__main__":
