@@ -2,7 +2,7 @@
 emitter; ``rules_arith`` and ``rules_visa`` call ``for_loop``)."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Callable, Dict, List, Sequence, Union
 
 from llvmlite import ir as ll
 
@@ -125,3 +125,29 @@ def for_loop(cg: CodeGen, op: ir.ForOp, regs: Dict[int, object]) -> List:
     results = dict(zip(phied, shape_like(cg, inits, loop_phis)))
     results.update({i: reg.read(cg) for i, reg in regs.items()})
     return [results[i] for i in range(len(everything))]
+
+
+def counted_loop(cg: CodeGen, n: Union[int, ll.Value], start: Sequence, body: Callable,
+                 names=("loop", "loop_done")) -> List:
+    """``for i in range(n)`` (``n`` at least 1: an int or an i32 value) carrying the LLVM values
+    ``start``; ``body(i, carried)`` builds one step and returns the next values. Returns the values
+    after the loop."""
+    b = cg.b
+    pre = b.block
+    head, done = (cg.fn.append_basic_block(x) for x in names)
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(ll.IntType(32))
+    i.add_incoming(cg.i32(0), pre)
+    carried = [b.phi(v.type) for v in start]
+    for p, v in zip(carried, start):
+        p.add_incoming(v, pre)
+    new = list(body(i, carried))
+    nxt = b.add(i, cg.i32(1))
+    end = b.block
+    for p, v in zip(carried, new):
+        p.add_incoming(v, end)
+    i.add_incoming(nxt, end)
+    b.cbranch(b.icmp_unsigned("<", nxt, cg.i32(n) if isinstance(n, int) else n), head, done)
+    b.position_at_end(done)
+    return new

@@ -17,6 +17,7 @@ from ...ir.types import DType, VectorType
 from ..emitter_decisions import loaded_as_is
 from ..rewrite import PassError
 from .arith import sub_group_shuffle, widen
+from .control import counted_loop
 from .core import CONSTANT, CodeGen, NdDesc, mem_type
 from .cpu_tiles import TileAccess, lane_columns, uniform
 from .memory import lane_base, load_elem, zero
@@ -194,7 +195,7 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         def body(k, accs):
             rows, cols = step(k, offs)
             return [_mac(cg, rows[i], cols[oc], acc, ec) for (i, oc), acc in zip(offs, accs)]
-        return _k_loop(cg, K, start, body)
+        return counted_loop(cg, K, start, body, ("dpas.k", "dpas.done"))
 
     def by_rows(step, prepare=()):
         """One K loop per group of rows whose accumulators fit in registers (balanced groups)."""
@@ -212,31 +213,6 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
     inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
     return branch_values(cg, inside, lambda: by_rows(fast_step, (access_a, access_b)),
                           lambda: by_rows(checked_step), names=("dpas.inside", "dpas.edge", "dpas.end"))
-
-
-def _k_loop(cg: CodeGen, K: int, start: list, body) -> list:
-    """A loop ``for k in range(K)`` carrying ``start`` (LLVM values); ``body(k, carried)`` builds one
-    step and returns the next values. Returns the values after the loop."""
-    b = cg.b
-    pre = b.block
-    loop = cg.fn.append_basic_block("dpas.k")
-    done = cg.fn.append_basic_block("dpas.done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    k = b.phi(I32)
-    k.add_incoming(cg.i32(0), pre)
-    accs = [b.phi(v.type) for v in start]
-    for p, v in zip(accs, start):
-        p.add_incoming(v, pre)
-    new = body(k, accs)
-    k1 = b.add(k, cg.i32(1))
-    end = b.block
-    for p, v in zip(accs, new):
-        p.add_incoming(v, end)
-    k.add_incoming(k1, end)
-    b.cbranch(b.icmp_signed("<", k1, cg.i32(K)), loop, done)
-    b.position_at_end(done)
-    return new
 
 
 def _row_groups(cg: CodeGen, c_offs, M: int) -> List[List[int]]:
@@ -290,7 +266,8 @@ def _dpas_k_loops(cg: CodeGen, ta, tb, tc, a_slots, b_slots, c_slots):
     out = [None] * len(c_offs)
     for part in _row_groups(cg, c_offs, M):
         offs = [c_offs[j] for j in part]
-        for j, v in zip(part, _k_loop(cg, K, [init[j] for j in part], step(offs))):
+        after = counted_loop(cg, K, [init[j] for j in part], step(offs), ("dpas.k", "dpas.done"))
+        for j, v in zip(part, after):
             out[j] = v
     return [out]
 

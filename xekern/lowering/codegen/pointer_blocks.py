@@ -21,6 +21,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import DType
 from . import block_io, run_masks
+from .control import counted_loop
 from .core import CodeGen, ScatterDesc, ll_type, mem_type
 from .memory import store_elem, zero
 from .ocl import I32, I64
@@ -89,26 +90,14 @@ def _unknowable_zero(cg: CodeGen):
 def _slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
     """``for j in 0..k-1: acc = body(j, acc)`` as a loop whose trip count the driver's compiler cannot
     see (``k`` plus a zero it cannot prove), so that it is not unrolled back into ``k`` copies."""
-    pre = cg.b.block
     n = cg.b.add(cg.i32(k), _unknowable_zero(cg))
-    head, done = cg.fn.append_basic_block("slot_loop"), cg.fn.append_basic_block("slot_loop_done")
-    cg.b.branch(head)
-    cg.b.position_at_end(head)
-    j = cg.b.phi(I32)
-    j.add_incoming(cg.i32(0), pre)
-    a = None
-    if acc is not None:
-        a = cg.b.phi(acc.type)
-        a.add_incoming(acc, pre)
-    a2 = body(j, a)
-    nxt = cg.b.add(j, cg.i32(1))
-    j.add_incoming(nxt, cg.b.block)
-    if a is not None:
-        a.add_incoming(a2, cg.b.block)
-    cg.b.cbranch(cg.b.icmp_unsigned("<", nxt, n), head, done)
-    cg.b.position_at_end(done)
-    return a2
+    start = [] if acc is None else [acc]
 
+    def step(j, carried):
+        out = body(j, carried[0] if carried else None)
+        return [out] if carried else []
+    out = counted_loop(cg, n, start, step, ("slot_loop", "slot_loop_done"))
+    return out[0] if out else None
 
 def _as_elements(cg: CodeGen, v, t: DType):
     """A vector of ``t.bits``-bit integers as a vector of ``t`` where ``t`` is a float type (one
