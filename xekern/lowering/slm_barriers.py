@@ -5,7 +5,8 @@ An exchange through SLM is: stores, barrier, loads, barrier (``WgToSg.through_sl
 exchange writes its matrix, its barriers carry ``exchange = "open"`` and ``"close"``. The second
 barrier only keeps the next stores into the same matrix from overwriting what another subgroup
 has not read yet. In a K loop with two exchanges into two matrices (two K steps per iteration,
-each transposing its A tile through its own SLM matrix), three rules apply in turn.
+each transposing its A tile through its own SLM matrix), three rules apply in turn; outside loops, a
+fourth.
 
 ``drop_redundant``: a trailing barrier goes when, on the way from it to the next stores into its
 matrix, every subgroup passes another barrier anyway::
@@ -17,6 +18,9 @@ own exchange writes: walk the body from it, wrapping around to the body's start 
 iteration, or the loop's next run: either starts there), until a store into the matrix. It goes
 if a barrier that stays is met first at the top level (nested regions may not run). A matrix other
 code can write (``shuffle_tensor``'s) keeps its barriers.
+
+``drop_final``: outside every loop a trailing barrier goes: its matrix has SLM of its own for the
+whole kernel and only its exchange's stores, all before it, write there.
 
 ``batch``: the second exchange's stores (with the loads and arithmetic that feed them) move up to
 the first one's, and its barrier goes. The loads of both then follow one barrier; when nothing
@@ -40,12 +44,13 @@ from .rewrite import copy_func
 
 
 def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
-    """The three rules above, in turn, on a copy of ``func`` (subgroup level)."""
+    """The rules above, in turn, on a copy of ``func`` (subgroup level)."""
     if not any(isinstance(op, ir.BarrierOp) and op.attrs.get("exchange") for op in func.walk()):
         return func   # (no private exchange: no copy)
     out = copy_func(func, ctx)
     trailing, exchanges = exchanges_of(out)
     drop_redundant(out, trailing)
+    drop_final(out, trailing)
     batch(out, exchanges)
     fenceless(out)
     return out
@@ -115,6 +120,29 @@ def drop_redundant(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
                 if _access(op, mem) == "w":
                     break
     return dropped
+
+
+def drop_final(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
+    """Erase the trailing barriers of ``trailing`` outside every loop: their matrix is written only by
+    their exchange's stores, before them, and SLM is given to each matrix for the whole kernel (never
+    reused for another), so nothing can overwrite what another subgroup has not read yet. Returns how
+    many went."""
+    dropped = 0
+    for bar in trailing:
+        block = bar.parent
+        if block is None or bar not in block.ops or _in_loop(block):
+            continue
+        block.ops.remove(bar)
+        dropped += 1
+    return dropped
+
+
+def _in_loop(block: Block) -> bool:
+    while block is not None and block.parent is not None:
+        if isinstance(block.parent, (ir.ForOp, ir.WhileOp)):
+            return True
+        block = block.parent.parent
+    return False
 
 
 def _loops(func: ir.FuncOp) -> List[ir.ForOp]:
