@@ -15,38 +15,6 @@ _REDUCE = {"sum": ("add", "add", "add"), "prod": ("mul", "mul", "mul"),
            "xor_sum": (None, "xor", "xor"), "and": (None, "and", "and"), "or": (None, "or", "or")}
 
 
-class _Exchange:
-    """A tile passed between subgroups through SLM, for the tile algorithms (scans, flip, sort): each
-    ``publish`` stores it at ``home`` along ``axis`` of one of two buffers twice its length there
-    (they alternate, so one barrier a step suffices), and ``read(d)`` loads the tile ``d`` elements
-    further along the axis (the buffer's padding where that runs past the tile)."""
-
-    def __init__(self, sem, x: tensor, axis: int, home: int):
-        wide = list(x.shape)
-        wide[axis] *= 2
-        self.sem, self.shape, self.axis = sem, tuple(x.shape), axis
-        self.bufs = [sem.alloc_slm(tuple(wide), x.dtype), sem.alloc_slm(tuple(wide), x.dtype)]
-        self.home = [0] * len(wide)
-        self.home[axis] = home
-        self.cur = 1
-
-    def publish(self, acc: tensor) -> None:
-        self.cur = 1 - self.cur
-        self.sem.store_matrix(self.bufs[self.cur], self.home, acc)
-        self.sem.barrier()
-
-    def read(self, d: int) -> tensor:
-        at = list(self.home)
-        at[self.axis] += d
-        return self.sem.load_matrix(self.bufs[self.cur], at, self.shape)
-
-    def partner(self, idx: tensor, bit: int) -> tensor:
-        """Element ``i ^ bit`` for every ``i`` (``idx``: the index along the axis): ``bit`` before
-        ``i`` where ``i`` has that bit, after it elsewhere."""
-        has = self.sem.compare("ne", self.sem.binary("and", idx, bit), 0)
-        return self.sem.where(has, self.read(-bit), self.read(bit))
-
-
 class TileSemantic:
     # ---- ids ----------------------------------------------------------------------------------
     def program_id(self, axis) -> tensor:
@@ -326,27 +294,28 @@ class TileSemantic:
                                       lambda a, b: self._combine_tuple(generator, fn, a, b), reverse))
 
     def _scan_steps(self, xs, axis: int, combine, reverse: bool) -> list:
-        """Hillis-Steele through SLM, which works for every layout: each running tile is stored into
-        the upper half of a buffer twice its length along ``axis`` (its own buffers), and step ``k``
-        (1, 2, 4, ...) combines each element with the one ``k`` before it (after it when
-        ``reverse``), read back at a shifted offset; elements with nothing ``k`` before them keep
-        their value. ``log2(n)`` steps, one barrier per tile each (two buffers alternate).
+        """Hillis-Steele: step ``k`` (1, 2, 4, ...) combines each element with the one ``k`` before it
+        (after it when ``reverse``), which a ``tile_shuffle`` brings to it (a rotation by ``n - k``,
+        or ``k``: the layout passes move the data through lanes, or through SLM between subgroups);
+        elements with nothing ``k`` before them keep their value. ``log2(n)`` steps.
         ``combine(earlier, later)`` takes and gives one tile per input."""
         n = xs[0].shape[axis]
         if n == 1:
             return list(xs)
         idx = self._along(xs[0], axis)
-        exchanges = [_Exchange(self, x, axis, 0 if reverse else n) for x in xs]
         acc, k = list(xs), 1
         while k < n:
-            for e, a in zip(exchanges, acc):
-                e.publish(a)
-            other = [e.read(k if reverse else -k) for e in exchanges]
+            other = [self.tile_shuffle(a, axis, "window", k if reverse else n - k) for a in acc]
             both = combine(acc, other) if reverse else combine(other, acc)
             has = self.compare("lt", idx, n - k) if reverse else self.compare("ge", idx, k)
             acc = [self.where(has, b, a) for b, a in zip(both, acc)]
             k *= 2
         return acc
+
+    def tile_shuffle(self, x: tensor, axis: int, mode: str, distance: int) -> tensor:
+        """Element ``i`` along ``axis`` takes element ``i ^ distance`` (``mode = "xor"``) or
+        ``(i + distance) % n`` (``"window"``): ``gpu.tile_shuffle``."""
+        return self.op(ir.TileShuffleOp, mode, axis, distance, [x.handle])
 
     def reduce_tuple(self, xs, axis, fn, generator, keep_dims: bool = False) -> tuple:
         """``xl.reduce((a, b, ...), axis, combine_fn)``: the last elements of ``scan_tuple``, taken out
@@ -386,22 +355,13 @@ class TileSemantic:
         return [self.cast(self.broadcast_to(self.to_tensor(v), x.shape), x.dtype) for v, x in zip(r, a)]
 
     def flip(self, x, axis) -> tensor:
-        """``xl.flip(x, dim)``: element ``i`` along ``axis`` becomes ``n - 1 - i``, which is ``i`` with
-        its ``log2(n)`` bits inverted: one step per bit through SLM, each taking the element whose index
-        differs in that bit (``k`` before or after, read at a shifted offset of a buffer padded by
-        ``n / 2`` on both sides)."""
+        """``xl.flip(x, dim)``: element ``i`` along ``axis`` becomes ``n - 1 - i``, which is ``i ^ (n - 1)``
+        (``n`` a power of two): one ``tile_shuffle``."""
         self.require_level("xl.flip", "wg")
         x, axis, n = self._along_last(x, axis)
         if n == 1:
             return x
-        idx = self._along(x, axis)
-        slm = _Exchange(self, x, axis, n // 2)
-        acc, k = x, 1
-        while k < n:
-            slm.publish(acc)
-            acc = slm.partner(idx, k)
-            k *= 2
-        return acc
+        return self.tile_shuffle(x, axis, "xor", n - 1)
 
     def _along_last(self, x, axis):
         """(tile, axis, its length) for the tile algorithms: ``axis`` None is the last; a scalar has
@@ -460,8 +420,8 @@ class TileSemantic:
 
     def sort(self, x, axis, descending: bool = False) -> tensor:
         """``xl.sort(x, dim, descending)``: a bitonic sort along ``axis``. Each of its
-        ``log2(n) (log2(n) + 1) / 2`` compare-exchange steps pairs element ``i`` with ``i ^ j``, read
-        through SLM at offset ``-j`` or ``+j`` of a buffer padded on both sides (as ``flip``), and keeps
+        ``log2(n) (log2(n) + 1) / 2`` compare-exchange steps pairs element ``i`` with ``i ^ j`` (a
+        ``tile_shuffle``: through lanes, or SLM between subgroups, as the layout has it), and keeps
         the smaller or the larger of the two: always one of them, so the result is a permutation (a
         NaN stays, somewhere)."""
         return self._bitonic("xl.sort", x, axis, descending, merge_only=False)
@@ -478,13 +438,11 @@ class TileSemantic:
         if n == 1:
             return x
         idx = self._along(x, axis)
-        slm = _Exchange(self, x, axis, n // 2)
         acc, k = x, n if merge_only else 2
         while k <= n:
             j = k // 2
             while j >= 1:
-                slm.publish(acc)
-                other = slm.partner(idx, j)
+                other = self.tile_shuffle(acc, axis, "xor", j)
                 swap = self.compare("lt", other, acc)                        # the partner is smaller
                 small = self.where(swap, other, acc)
                 large = self.where(swap, acc, other)

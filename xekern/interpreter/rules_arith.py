@@ -228,6 +228,16 @@ def _slot_shuffle(ctx, op, args):
     return [to_value(op.result.type, pool[list(op.indices)].reshape(op.result.type.shape))]
 
 
+@rule(ir.TileShuffleOp)
+def _tile_shuffle(ctx, op, args):
+    a = np.asarray(args[0])
+    n, d = a.shape[op.axis], op.distance
+    if op.mode == "xor":
+        return [np.take(a, np.arange(n) ^ d, axis=op.axis)]
+    both = np.concatenate([a, np.asarray(args[-1])], axis=op.axis)
+    return [np.take(both, np.arange(n) + d, axis=op.axis)]
+
+
 # ---- reductions ---------------------------------------------------------------------------------------
 
 _REDUCE_FLOAT = {"add": np.add, "mul": np.multiply, "maxnumf": np.fmax, "minnumf": np.fmin,

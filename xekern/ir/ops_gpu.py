@@ -142,3 +142,52 @@ class ShuffleOp(Op):
             raise IRError(f"unknown shuffle mode {self.mode}", self)
         if self.operands[1].type != int32:
             raise IRError("the lane operand must be i32", self)
+
+
+class TileShuffleOp(Op):
+    """``gpu.tile_shuffle``: every element of a tile takes the value of another along ``axis``; the
+    moves of the tile algorithms (scans, flip, sort):
+
+    * ``mode = "xor"``: element ``i`` takes element ``i ^ distance`` (one operand; the axis a power
+      of two);
+    * ``mode = "window"``: element ``i`` takes element ``i + distance`` of ``concat(a, b)`` along the
+      axis, ``b`` the second operand (``a`` again when there is none: a rotation by ``distance``).
+
+    The layout passes lower it where the data lies: other subgroups' pieces through SLM (``wg-to-sg``),
+    other pieces or blocks of the same subgroup by taking those values (no instruction), other slots of
+    a lane by renaming, other lanes with ``gpu.shuffle`` (``sg-to-lane``)."""
+
+    NAME = "gpu.tile_shuffle"
+    ATTRS = (Attr("mode", str), Attr("axis", int), Attr("distance", int))
+
+    def __init__(self, mode: str, axis: int, distance: int, srcs, loc=None):
+        super().__init__(list(srcs), [srcs[0].type], {"mode": mode, "axis": axis, "distance": distance}, loc=loc)
+
+    @property
+    def mode(self) -> str:
+        return self.attrs["mode"]
+
+    @property
+    def axis(self) -> int:
+        return self.attrs["axis"]
+
+    @property
+    def distance(self) -> int:
+        return self.attrs["distance"]
+
+    def verify(self):
+        t = self.result.type
+        if not isinstance(t, VectorType) or not 0 <= self.axis < t.rank:
+            raise IRError(f"tile_shuffle along axis {self.axis} of {t}", self)
+        if any(v.type != t for v in self.operands):
+            raise IRError("tile_shuffle operands and result share one type", self)
+        n, d = t.shape[self.axis], self.distance
+        if self.mode == "xor":
+            if len(self.operands) != 1 or n & (n - 1) or not 0 < d < n:
+                raise IRError(f"tile_shuffle xor {d} needs one operand and an axis of a power of two above {d}, "
+                              f"got {len(self.operands)} and {n}", self)
+        elif self.mode == "window":
+            if len(self.operands) not in (1, 2) or not 0 < d < n:
+                raise IRError(f"tile_shuffle window {d} takes one or two operands and 0 < distance < {n}", self)
+        else:
+            raise IRError(f"unknown tile_shuffle mode {self.mode!r}", self)

@@ -56,6 +56,17 @@ def combine_kind(kind: str, elem: DType) -> str:
     return f if elem.is_floating else (s if elem.is_signed else u)
 
 
+def shuffle_pieces(mode: str, j: int, length: int, distance: int) -> Tuple[Tuple[int, int], int]:
+    """Where piece ``j`` (of pieces ``length`` long along the axis, in order) of a ``tile_shuffle``
+    takes its elements from: ((lo, hi), rest). ``xor``: from piece ``lo``, shuffled by ``rest`` (the
+    distance's bits below the piece length, a power of two); ``window``: from pieces ``lo`` and
+    ``hi = lo + 1`` of ``concat(a, b)``'s pieces, by ``rest``. ``rest == 0``: piece ``lo`` itself."""
+    if mode == "xor":
+        return (j ^ (distance // length), 0), distance % length
+    q, rest = divmod(distance, length)
+    return (j + q, j + q + 1), rest
+
+
 def _shape(t) -> Tuple[int, ...]:
     return tuple(t.shape) if isinstance(t, (VectorType, TensorDescType)) else ()
 
@@ -72,6 +83,7 @@ class Splitter(Rewriter):
         ir.PrefetchNdOp: "rule_prefetch_nd", ir.CreateNdTDescOp: "rule_create_nd_tdesc",
         ir.LoadMatrixOp: "rule_load_matrix", ir.StoreMatrixOp: "rule_store_matrix",
         ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked", ir.IdTileOp: "rule_id_tile",
+        ir.TileShuffleOp: "rule_tile_shuffle",
     })
 
     # ---- to implement ------------------------------------------------------------------------
@@ -84,6 +96,15 @@ class Splitter(Rewriter):
     def owner_mask(self, layout, shape) -> Optional[Value]:
         """A scalar i1 that is False on replicas of replicated data (None: no replication)."""
         return None
+
+    def holds_axis(self, t, axis: int) -> bool:
+        """Whether each holder of ``t``'s pieces holds all of them along ``axis`` (piece ``j`` of the
+        axis then starts at ``j`` times the piece's length): a ``tile_shuffle`` along it only takes
+        other pieces. Otherwise ``shuffle_across`` moves the data."""
+        return True
+
+    def shuffle_across(self, op: ir.TileShuffleOp, s: Split) -> List[Value]:
+        raise PassError(f"{self.NAME}: tile_shuffle across holders", op)
 
     def nd_tdesc_type(self, t: TensorDescType) -> TensorDescType:
         raise NotImplementedError
@@ -179,6 +200,32 @@ class Splitter(Rewriter):
                 acc = p if acc is None else self.b(ir.BinaryOp, kind, acc, p)
             partials.append(self.b(ir.ReduceOp, op.kind, acc, a, piece_rtype))
         return [self.cross_reduce(op, partials, ss)]
+
+    def rule_tile_shuffle(self, op: ir.TileShuffleOp):
+        """Each result piece is a piece of the operands (``shuffle_pieces``), or a shuffle of one or two of
+        them by what remains of the distance within a piece; when the pieces along the axis have several
+        holders, through ``shuffle_across`` unless every piece takes only from itself (xor below the
+        piece's length)."""
+        s = self._split_of(op.result, op)
+        within = op.mode == "xor" and op.distance < s.piece_type.shape[op.axis]   # (each piece to itself)
+        if not (within or self.holds_axis(op.result.type, op.axis)):
+            return [self.shuffle_across(op, s)]
+        pools = [self.all(v) for v in op.operands]
+        a = op.axis
+
+        def piece(idx, j):      # piece j along the axis of concat(a, b), at idx's place elsewhere
+            at = list(idx)
+            pool, at[a] = pools[j // s.grid[a] if len(pools) > 1 else 0], j % s.grid[a]
+            return pool[s.index(at)]
+        out = []
+        for idx in s.indices():
+            (lo, hi), rest = shuffle_pieces(op.mode, idx[a], s.piece_type.shape[a], op.distance)
+            if rest == 0:
+                out.append(piece(idx, lo))
+                continue
+            srcs = [piece(idx, lo)] if op.mode == "xor" else [piece(idx, lo), piece(idx, hi)]
+            out.append(self.b(ir.TileShuffleOp, op.mode, a, rest, srcs))
+        return [out]
 
     def rule_convert_layout(self, op: ir.ConvertLayoutOp):
         raise PassError(f"{self.NAME}: no rule for convert_layout on {self.target.name}", op)

@@ -141,6 +141,32 @@ def default_layout(shape: Sequence[int], num_subgroups: int, sg_size: int) -> La
                   order=tuple(reversed(range(r))))
 
 
+def axis_layout(shape: Sequence[int], axis: int, num_subgroups: int, sg_size: int) -> Optional[Layout]:
+    """The layout of a tile whose elements move along ``axis`` (``tile_shuffle``: scans, sorts,
+    flips): each subgroup holds the whole axis, so the moves stay in its registers and lanes instead
+    of crossing subgroups through SLM. Subgroups split the other dimensions (outer first); those left
+    over hold copies. None when the copies would give a subgroup more than 32 elements per lane
+    (then the default layout's split, and SLM between subgroups, is cheaper)."""
+    shape = tuple(shape)
+    sgs, left = [1] * len(shape), num_subgroups
+    for d in range(len(shape)):
+        if d == axis:
+            continue
+        take = 1
+        while take * 2 <= min(shape[d], left) and left % (take * 2) == 0:
+            take *= 2
+        sgs[d] = take
+        left //= take
+    piece = tuple(s // g for s, g in zip(shape, sgs))
+    if left > 1 and prod(piece) > 32 * sg_size:
+        return None
+    lanes = _split_lanes(piece, sg_size)
+    sgs[axis] *= left     # (the copies: each holds the whole axis)
+    sg_data = tuple(max(p, min(s, l)) for p, s, l in zip(piece, shape, lanes))
+    return Layout(sg_layout=tuple(sgs), sg_data=sg_data, lane_layout=lanes, lane_data=(1,) * len(shape),
+                  order=tuple(reversed(range(len(shape)))))
+
+
 def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False,
               whole_rows: bool = False) -> Tuple[int, int]:
     """``sg_layout`` for a DPAS result tile: divides the tile into DPAS-sized pieces, squarest first;

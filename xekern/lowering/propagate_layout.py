@@ -20,11 +20,13 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..ir.types import TensorDescType, VectorType
-from .layouts import (batched_dpas_layouts, chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice,
+from .layouts import (axis_layout, batched_dpas_layouts, chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice,
                       nd_layout, permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp, ir.InlineAsmOp)
+# ops whose operands and results share one layout (elements move along an axis, not between layouts)
+SAME_LAYOUT = ELEMENTWISE + (ir.TileShuffleOp,)
 
 
 def _laid(v: Value) -> bool:
@@ -76,7 +78,7 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
         if op is func:
             continue
         ops.append(op)
-        if isinstance(op, ELEMENTWISE):
+        if isinstance(op, SAME_LAYOUT):
             rel.same(*op.operands, *op.results)
         elif isinstance(op, ir.BroadcastOp):
             src, res = op.operands[0], op.result
@@ -222,6 +224,11 @@ class PropagateLayout(Rewriter):
         for op in ops:
             self._anchor(op)
         self._spread(rel)
+        # tiles moved along an axis (scans, sorts) that no anchor reached: each subgroup holds the axis
+        for op in ops:
+            if isinstance(op, ir.TileShuffleOp) and op.result not in self.layout:
+                self._set(op.result, axis_layout(_shape(op.result), op.axis, self.G, self.sg), op)
+                self._spread(rel)
         # defaults go to the largest tiles first, so broadcasts carry slices back to 1-D ranges
         pending = [(v, op) for op in ops for v in list(op.results) + [a for r in op.regions for a in r.args]
                    if _laid(v)]
@@ -331,7 +338,7 @@ class PropagateLayout(Rewriter):
         if isinstance(op, ir.DpasOp):
             return {i: self.required[(op, i)] for i in range(len(op.operands))}
         res = lay.get(op.results[0]) if op.results else None
-        if isinstance(op, ELEMENTWISE):
+        if isinstance(op, SAME_LAYOUT):
             return {i: res for i, v in enumerate(op.operands) if _laid(v)}
         if isinstance(op, ir.ValueBarrierOp):
             return {i: lay.get(r) for i, r in enumerate(op.results) if _laid(r)}

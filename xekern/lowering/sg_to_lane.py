@@ -62,6 +62,7 @@ class SgToLane(Rewriter):
         ir.LoadNdOp: "rule_keep_tile", ir.StoreNdOp: "rule_keep_tile", ir.PrefetchNdOp: "rule_keep_tile",
         ir.LoadMatrixOp: "rule_keep_tile", ir.StoreMatrixOp: "rule_keep_tile", ir.DpasOp: "rule_keep_tile",
         ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked", ir.IdTileOp: "rule_id_tile",
+        ir.TileShuffleOp: "rule_tile_shuffle",
     })
 
     def __init__(self, ctx):
@@ -212,6 +213,73 @@ class SgToLane(Rewriter):
         if not isinstance(rt, VectorType):
             return [[self.b(ir.ExtractOp, acc, 0)]]
         return [[acc]]
+
+    def rule_tile_shuffle(self, op: ir.TileShuffleOp):
+        """A ``tile_shuffle`` within a block. Along the axis a lane holds ``ld`` (lane_data) elements from
+        ``(c * ld) % size``, ``c`` its coordinate among ``lanes`` distinct ones, again every ``unit``
+        elements (rounds): element ``c * ld + k + r * unit``. ``xor d`` flips bits of ``k`` (another
+        slot), of ``c`` (``gpu.shuffle`` xor) and of ``r`` (another slot). ``window d``: the element
+        ``d`` further, ``k + d = m * ld + k'``, is in lane ``c + m`` (modulo ``lanes``), slot ``k'`` of
+        round ``r + m // lanes``, or of the next round for the lanes whose ``c + m % lanes`` wraps: the
+        lane it is read from picks between the two by its own coordinate, then ``gpu.shuffle`` idx."""
+        t, a, d = op.result.type, op.axis, op.distance
+        layout = t.layout
+        sp = lane_splits(layout, t.shape)[a]
+        ld, rounds, unit = sp.data, sp.rounds, sp.unit
+        lanes = sp.count if unit <= sp.size else sp.size // ld
+        offs = lane_slot_offsets(layout, t.shape)
+        index = {o: i for i, o in enumerate(offs)}
+        srcs = [self.get(v) for v in op.operands]
+        if len(srcs) == 2 and srcs[0] is srcs[1]:
+            srcs = srcs[:1]
+
+        def slot(o, k, r):   # the slot holding element k + r * unit along the axis (r >= rounds: of b)
+            at = list(o)
+            at[a] = k + (r % rounds) * unit
+            return index[tuple(at)] + (r // rounds % len(srcs)) * len(offs)
+        dim = layout.kept_dims[a]
+        stride = dim_stride(layout.root, dim)
+        if op.mode == "xor":
+            if ld & (ld - 1) or lanes & (lanes - 1) or stride & (stride - 1):
+                raise PassError(f"sg-to-lane: tile_shuffle xor needs power-of-two lane counts, got {layout}", op)
+            rk, rc, rr = d % ld, d // ld % lanes, d // (ld * lanes)
+            v = self.shuffle(srcs, [slot(o, o[a] % ld ^ rk, o[a] // unit ^ rr) for o in offs], lane_type(t))
+            return [[self.b(ir.ShuffleOp, "xor", v, self.i32(rc * stride)) if rc else v]]
+        groups: Dict[int, list] = {}     # lane distance -> [(slot, its source slots)]
+        for i, o in enumerate(offs):
+            k, r = o[a] % ld, o[a] // unit
+            m, k2 = divmod(k + d, ld)
+            m0, mm = divmod(m, lanes)
+            groups.setdefault(mm, []).append((i, slot(o, k2, r + m0), slot(o, k2, r + m0 + 1) if mm else None))
+        parts, at = [], {}
+        for mm, items in sorted(groups.items()):
+            vt = VectorType((len(items),), t.elem)
+            v = self.shuffle(srcs, [x[1] for x in items], vt)
+            if mm:
+                c, src_lane = self._window_lanes(layout, dim, lanes, mm)
+                keep = self.b(ir.CmpOp, "uge", c, self.i32(mm))
+                v = self.b(ir.SelectOp, keep, v, self.shuffle(srcs, [x[2] for x in items], vt))
+                v = self.b(ir.ShuffleOp, "idx", v, src_lane)
+            for j, x in enumerate(items):
+                at[x[0]] = sum(p.type.numel for p in parts) + j
+            parts.append(v)
+        return [[self.shuffle(parts, [at[i] for i in range(len(offs))], lane_type(t))]]
+
+    def _window_lanes(self, layout, dim: int, lanes: int, mm: int) -> Tuple[Value, Value]:
+        """(this lane's coordinate ``c`` along ``dim`` among ``lanes``, the lane ``mm`` further along
+        it, modulo ``lanes``): computed once, in the entry."""
+        root = layout.root
+        key = ("window", root.lane_layout, root.dim_order, dim, lanes, mm)
+        if key not in self._bases:
+            stride = dim_stride(root, dim)
+            with self.at_prologue():
+                c = self.i32(self.irem(self.coords(root)[dim], lanes) if lanes < root.lane_layout[dim]
+                             else self.coords(root)[dim])
+                to = self.i32(self.irem(self.iadd(c, mm), lanes))
+                lane = self.b(ir.BinaryOp, "subi", self.i32(self.iadd(self.lane_id(), self.imul(to, stride))),
+                              self.i32(self.imul(c, stride)))
+            self._bases[key] = (c, lane)
+        return self._bases[key]
 
     def rule_id_tile(self, op: ir.IdTileOp):
         """Lane ids are the lane's ``gpu.lane_id`` in every slot it holds."""

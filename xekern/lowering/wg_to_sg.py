@@ -18,7 +18,7 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.layout import Layout, sg_splits
 from ..ir.types import MemDescType, TensorDescType, VectorType
-from .distribute import Split, Splitter, combine_kind
+from .distribute import Split, Splitter, combine_kind, shuffle_pieces
 from .rewrite import PassError
 
 
@@ -153,6 +153,44 @@ class WgToSg(Splitter):
         bar = self.b.create(ir.BarrierOp)
         bar.attrs["memory"] = "local"
         return bar
+
+    def holds_axis(self, t, axis: int) -> bool:
+        sp = sg_splits(t.layout, tuple(t.shape))[axis]
+        return sp.data * sp.rounds == sp.size
+
+    def shuffle_across(self, op: ir.TileShuffleOp, s: Split) -> List[Value]:
+        """A ``tile_shuffle`` whose axis is split between subgroups, through SLM: every subgroup stores its
+        pieces (of ``a``, then of ``b`` after them along the axis), a barrier, each loads the piece its
+        result takes from (at an offset of its own: xor'ed, or shifted, modulo the axis for a rotation)
+        and the next one when the distance leaves a rest, which a subgroup-level shuffle then applies."""
+        t, a = op.result.type, op.axis
+        n, length = t.shape[a], s.piece_type.shape[a]
+        wide = list(t.shape)
+        wide[a] *= len(op.operands)
+        mem = self.slm(wide, t.elem)
+        for k, v in enumerate(op.operands):
+            for i, p in enumerate(self.all(v)):
+                at = list(self.origin(s, i))
+                at[a] = self.iadd(at[a], k * n)
+                self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in at])
+        first = self.local_barrier()
+        (lo, hi), rest = shuffle_pieces(op.mode, 0, length, op.distance)
+        out = []
+        for i in range(s.count):
+            at = list(self.origin(s, i))
+            srcs = []
+            for piece in ([lo] if op.mode == "xor" or rest == 0 else [lo, hi]):
+                if op.mode == "xor":
+                    pos = self._arith("xori", at[a], piece * length, lambda x, y: x ^ y)
+                else:
+                    pos = self.iadd(at[a], piece * length)
+                    pos = self.irem(pos, n) if len(op.operands) == 1 else pos
+                srcs.append(self.b(ir.LoadMatrixOp, mem, [self.i32(pos if d == a else o) for d, o in enumerate(at)],
+                                   s.piece_type))
+            out.append(srcs)
+        bar = self.local_barrier()
+        first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
+        return [srcs[0] if rest == 0 else self.b(ir.TileShuffleOp, op.mode, a, rest, srcs) for srcs in out]
 
     def rule_id_tile(self, op: ir.IdTileOp):
         """Subgroup ids are the subgroup's ``gpu.subgroup_id`` in every element it holds."""

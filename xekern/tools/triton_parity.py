@@ -41,7 +41,8 @@ MISSING = {
 
 # names xl has, with a difference worth knowing
 DIFFERENT = {
-    "associative_scan": "through SLM, `log2 n` steps of one barrier per tile (Triton: registers and shuffles)",
+    "associative_scan": "Hillis-Steele, `log2 n` steps, in registers and sub-group shuffles where each subgroup holds "
+                        "the axis (the layout xekern picks when nothing else decides), through SLM between subgroups",
     "reduce": "with a combine function: the last element of the SLM scan (built-in reductions stay in "
               "registers within a subgroup)",
     "reshape": "any shape with as many elements; beyond adding or removing size-1 dimensions, through SLM "
@@ -72,8 +73,9 @@ DIFFERENT = {
     "pointer_type": "global memory only (`address_space` 1); a tile of pointers casts to an element no wider "
                     "(its offsets count elements), a scalar pointer to any; its `const=` is ignored (annotate the parameter "
                     "`xl.const`)",
-    "sort": "a bitonic sort through SLM (Triton sorts in registers and warp shuffles)",
-    "bitonic_merge": "along any dimension (Triton: the last), through SLM as `sort`",
+    "sort": "a bitonic sort along any dimension, in registers and sub-group shuffles within a subgroup, through "
+            "SLM between subgroups (moves of more than a subgroup's piece)",
+    "bitonic_merge": "along any dimension (Triton: the last), as `sort`",
     "async_task": "`with xl.async_task(...):` runs its block in every subgroup (no warp specialization: the "
                   "same results)",
     "condition": "`while xl.condition(c, disable_licm=...)`: `disable_licm` is accepted and has no effect",
