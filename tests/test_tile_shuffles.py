@@ -1,5 +1,5 @@
-"""Scans, flips and sorts move elements along an axis (``gpu.tile_shuffle``); the layout passes lower
-each move where its data lies: other subgroups through SLM, other pieces or blocks of a subgroup by
+"""Scans, flips and sorts move elements along an axis (``gpu.tile_shuffle``), gathers read them by index
+(``gpu.tile_gather``); the layout passes lower each where its data lies: other subgroups through SLM, other pieces or blocks of a subgroup by
 taking those values, other slots of a lane by renaming, other lanes with sub-group shuffles. Every
 kind of placement is forced here with a user layout and checked against NumPy on every backend
 (ragged sizes masked in, outputs poisoned); the default layouts keep the moved axis in a subgroup
@@ -75,6 +75,38 @@ def test_moves_in_every_placement(backend, rng, axis, placement):
 
 
 @xk.jit
+def gather_2d(x_ptr, i_ptr, o_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr, BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    m = (r[:, None] < M) & (c[None, :] < N)
+    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0.0)
+    i = xl.load(i_ptr + r[:, None] * N + c[None, :], mask=m, other=0)
+    if LAY is not None:
+        x = xl.convert_layout(x, LAY)
+        i = xl.convert_layout(i, LAY)
+    xl.store(o_ptr + r[:, None] * N + c[None, :], xl.gather(x, i, AXIS), mask=m)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("placement", list(layouts(16)))
+def test_gather_in_every_placement(backend, rng, axis, placement):
+    """An index of the source's shape: one gather op, lowered by placement; indices outside the tile
+    (here -1 and 40) give 0."""
+    M, N = 13, 29
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    i = rng.integers(0, (16, 32)[axis], (M, N)).astype(np.int32)
+    i[0, 0], i[-1, -1] = -1, 40
+    sg = xk.get_target(backend.target).sg_size
+    o = backend.run(gather_2d, (1,), [x, i, poisoned((M, N), np.float32), M, N], AXIS=axis,
+                    LAY=layouts(sg)[placement], BM=16, BN=32)[2]
+    pad, ipad = np.zeros((16, 32), np.float32), np.zeros((16, 32), np.int64)
+    pad[:M, :N], ipad[:M, :N] = x, i
+    inside = (ipad >= 0) & (ipad < (16, 32)[axis])
+    want = np.where(inside, np.take_along_axis(pad, np.where(inside, ipad, 0), axis), 0)[:M, :N]
+    np.testing.assert_array_equal(o, want)
+
+
+@xk.jit
 def moves_1d(x_ptr, o_ptr, n, BLOCK: xl.constexpr):
     offs = xl.arange(0, BLOCK)
     m = offs < n
@@ -122,9 +154,11 @@ def test_a_split_axis_goes_through_slm_once_per_move():
 
 
 @pytest.mark.parametrize("target", ["pvc", "bmg"])
+@pytest.mark.parametrize("kernel", [moves_2d, gather_2d])
 @pytest.mark.parametrize("axis", [0, 1])
-def test_gpu_moves_use_no_slm(target, axis):
-    c = moves_2d.compile_offline(dict(SIG_2D, AXIS=axis), target=target, num_subgroups=4)
+def test_gpu_moves_use_no_slm(target, kernel, axis):
+    sig = dict(SIG_2D, AXIS=axis, i_ptr=P(xl.int32)) if kernel is gather_2d else dict(SIG_2D, AXIS=axis)
+    c = kernel.compile_offline(sig, target=target, num_subgroups=4)
     r = compile_isa(c.spirv, c.name, target)
     assert r.spilled_around == 0 and r.counts.scratch == 0, r.summary()
     assert not any("slm" in k for k in r.counts.sends) and r.counts.barriers == 0, r.summary()

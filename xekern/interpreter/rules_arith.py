@@ -238,6 +238,16 @@ def _tile_shuffle(ctx, op, args):
     return [np.take(both, np.arange(n) + d, axis=op.axis)]
 
 
+@rule(ir.TileGatherOp)
+def _tile_gather(ctx, op, args):
+    src = np.concatenate([np.asarray(a) for a in args[1:]], axis=op.axis)
+    index = np.asarray(args[0]).astype(np.int64)
+    inside = (index >= 0) & (index < src.shape[op.axis])
+    got = np.take_along_axis(src, np.where(inside, index, 0), axis=op.axis)
+    none = np.array(-0.0 if elem_of(op.result.type).is_floating else 0).astype(src.dtype)
+    return [np.where(inside, got, none)]
+
+
 # ---- reductions ---------------------------------------------------------------------------------------
 
 _REDUCE_FLOAT = {"add": np.add, "mul": np.multiply, "maxnumf": np.fmax, "minnumf": np.fmin,

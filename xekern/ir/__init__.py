@@ -8,7 +8,7 @@ from .ops_debug import AssertOp, BreakpointOp, PrintOp
 from .ops_iree_gpu import ShuffleTensorOp, ValueBarrierOp
 from .ops_private import AllocPrivateOp, PrivateLoadOp, PrivateStoreOp
 from .ops_gpu import (BarrierOp, BlockIdOp, GridDimOp, IdTileOp, LaneIdOp, NumSubgroupsOp, ShuffleOp, SubgroupIdOp,
-                      SubgroupReduceOp, TileShuffleOp)
+                      SubgroupReduceOp, TileGatherOp, TileShuffleOp)
 from .ops_scf import ConditionOp, ForOp, FuncOp, IfOp, ReturnOp, WhileOp, YieldOp
 from .ops_vector import (BroadcastOp, ConvertLayoutOp, ExtractOp, FromElementsOp, ReduceOp,
                          ShapeCastOp, SlotShuffleOp, StepOp, TransposeOp)

@@ -191,3 +191,30 @@ class TileShuffleOp(Op):
                 raise IRError(f"tile_shuffle window {d} takes one or two operands and 0 < distance < {n}", self)
         else:
             raise IRError(f"unknown tile_shuffle mode {self.mode!r}", self)
+
+
+class TileGatherOp(Op):
+    """``gpu.tile_gather``: ``result[p] = concat(srcs)[p with its ``axis`` coordinate replaced by
+    index[p]]`` (the sources one after the other along ``axis``, each of the index's shape); an index
+    outside the sources gives 0 (-0.0 for floats). ``xl.gather`` of a source and an index of one shape.
+    Lowered as ``tile_shuffle``: the pieces of the sources another subgroup holds through SLM, other
+    lanes' elements with ``gpu.shuffle`` by lane index, other slots by selects on the index."""
+
+    NAME = "gpu.tile_gather"
+    ATTRS = (Attr("axis", int),)
+
+    def __init__(self, axis: int, index: Value, srcs, loc=None):
+        super().__init__([index] + list(srcs), [srcs[0].type], {"axis": axis}, loc=loc)
+
+    @property
+    def axis(self) -> int:
+        return self.attrs["axis"]
+
+    def verify(self):
+        index, srcs, t = self.operands[0].type, self.operands[1:], self.result.type
+        if not srcs or not isinstance(t, VectorType) or not 0 <= self.axis < t.rank:
+            raise IRError(f"tile_gather along axis {self.axis} of {t}", self)
+        if any(v.type != t for v in srcs):
+            raise IRError("tile_gather sources and result share one type", self)
+        if not isinstance(index, VectorType) or index.elem != int32 or index.shape != t.shape:
+            raise IRError(f"tile_gather's index is an i32 tile of the result's shape, got {index}", self)

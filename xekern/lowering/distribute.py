@@ -83,7 +83,7 @@ class Splitter(Rewriter):
         ir.PrefetchNdOp: "rule_prefetch_nd", ir.CreateNdTDescOp: "rule_create_nd_tdesc",
         ir.LoadMatrixOp: "rule_load_matrix", ir.StoreMatrixOp: "rule_store_matrix",
         ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked", ir.IdTileOp: "rule_id_tile",
-        ir.TileShuffleOp: "rule_tile_shuffle",
+        ir.TileShuffleOp: "rule_tile_shuffle", ir.TileGatherOp: "rule_tile_gather",
     })
 
     # ---- to implement ------------------------------------------------------------------------
@@ -105,6 +105,10 @@ class Splitter(Rewriter):
 
     def shuffle_across(self, op: ir.TileShuffleOp, s: Split) -> List[Value]:
         raise PassError(f"{self.NAME}: tile_shuffle across holders", op)
+
+    def gather_across(self, op: ir.TileGatherOp, s: Split) -> List[List[Value]]:
+        """For each result piece, every piece of the sources along the axis at its place (in order)."""
+        raise PassError(f"{self.NAME}: tile_gather across holders", op)
 
     def nd_tdesc_type(self, t: TensorDescType) -> TensorDescType:
         raise NotImplementedError
@@ -226,6 +230,25 @@ class Splitter(Rewriter):
             srcs = [piece(idx, lo)] if op.mode == "xor" else [piece(idx, lo), piece(idx, hi)]
             out.append(self.b(ir.TileShuffleOp, op.mode, a, rest, srcs))
         return [out]
+
+    def rule_tile_gather(self, op: ir.TileGatherOp):
+        """Each result piece gathers from every source piece along the axis at its place, in order (the
+        index counts along the whole axis); through ``gather_across`` when other holders have some."""
+        s, a = self._split_of(op.result, op), op.axis
+        index = self.all(op.operands[0])
+        if not self.holds_axis(op.result.type, a):
+            srcs = self.gather_across(op, s)
+        else:
+            pools = [self.all(v) for v in op.operands[1:]]
+            srcs = []
+            for idx in s.indices():
+                at = list(idx)
+                srcs.append([])
+                for pool in pools:
+                    for j in range(s.grid[a]):
+                        at[a] = j
+                        srcs[-1].append(pool[s.index(at)])
+        return [[self.b(ir.TileGatherOp, a, index[i], srcs[i]) for i in range(s.count)]]
 
     def rule_convert_layout(self, op: ir.ConvertLayoutOp):
         raise PassError(f"{self.NAME}: no rule for convert_layout on {self.target.name}", op)

@@ -26,7 +26,7 @@ from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp, ir.InlineAsmOp)
 # ops whose operands and results share one layout (elements move along an axis, not between layouts)
-SAME_LAYOUT = ELEMENTWISE + (ir.TileShuffleOp,)
+SAME_LAYOUT = ELEMENTWISE + (ir.TileShuffleOp, ir.TileGatherOp)
 
 
 def _laid(v: Value) -> bool:
@@ -224,9 +224,9 @@ class PropagateLayout(Rewriter):
         for op in ops:
             self._anchor(op)
         self._spread(rel)
-        # tiles moved along an axis (scans, sorts) that no anchor reached: each subgroup holds the axis
+        # tiles moved along an axis (scans, sorts, gathers) that no anchor reached: each subgroup holds the axis
         for op in ops:
-            if isinstance(op, ir.TileShuffleOp) and op.result not in self.layout:
+            if isinstance(op, (ir.TileShuffleOp, ir.TileGatherOp)) and op.result not in self.layout:
                 self._set(op.result, axis_layout(_shape(op.result), op.axis, self.G, self.sg), op)
                 self._spread(rel)
         # defaults go to the largest tiles first, so broadcasts carry slices back to 1-D ranges

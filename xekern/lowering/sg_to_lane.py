@@ -62,7 +62,7 @@ class SgToLane(Rewriter):
         ir.LoadNdOp: "rule_keep_tile", ir.StoreNdOp: "rule_keep_tile", ir.PrefetchNdOp: "rule_keep_tile",
         ir.LoadMatrixOp: "rule_keep_tile", ir.StoreMatrixOp: "rule_keep_tile", ir.DpasOp: "rule_keep_tile",
         ir.StoreScatterOp: "rule_masked", ir.AtomicRMWOp: "rule_masked", ir.IdTileOp: "rule_id_tile",
-        ir.TileShuffleOp: "rule_tile_shuffle",
+        ir.TileShuffleOp: "rule_tile_shuffle", ir.TileGatherOp: "rule_tile_gather",
     })
 
     def __init__(self, ctx):
@@ -271,15 +271,68 @@ class SgToLane(Rewriter):
         root = layout.root
         key = ("window", root.lane_layout, root.dim_order, dim, lanes, mm)
         if key not in self._bases:
-            stride = dim_stride(root, dim)
+            c, stride = self._axis_coord(layout, dim, lanes), dim_stride(root, dim)
             with self.at_prologue():
-                c = self.i32(self.irem(self.coords(root)[dim], lanes) if lanes < root.lane_layout[dim]
-                             else self.coords(root)[dim])
                 to = self.i32(self.irem(self.iadd(c, mm), lanes))
                 lane = self.b(ir.BinaryOp, "subi", self.i32(self.iadd(self.lane_id(), self.imul(to, stride))),
                               self.i32(self.imul(c, stride)))
             self._bases[key] = (c, lane)
         return self._bases[key]
+
+    def _axis_coord(self, layout, dim: int, lanes: int) -> Value:
+        """This lane's coordinate along ``dim`` among the ``lanes`` that hold distinct elements there."""
+        root = layout.root
+        key = ("coord", root.lane_layout, root.dim_order, dim, lanes)
+        if key not in self._bases:
+            with self.at_prologue():
+                c = self.coords(root)[dim]
+                self._bases[key] = self.i32(self.irem(c, lanes) if lanes < root.lane_layout[dim] else c)
+        return self._bases[key]
+
+    def rule_tile_gather(self, op: ir.TileGatherOp):
+        """A ``tile_gather`` within a block, slot by slot: the index ``v`` names a source (``v / size``)
+        and, within it, element ``w = c' * ld + k + r * unit``: lane ``c'`` holds it in slot (``k``, ``r``).
+        Each candidate slot (every source, round and ``k``) is read from lane ``c'`` (``gpu.shuffle`` idx)
+        and the one the index names is selected; an index outside the sources gives 0."""
+        t, a = op.result.type, op.axis
+        layout = t.layout
+        sp = lane_splits(layout, t.shape)[a]
+        ld, rounds, unit, size = sp.data, sp.rounds, sp.unit, sp.size
+        lanes = sp.count if unit <= size else size // ld
+        dim = layout.kept_dims[a]
+        stride = dim_stride(layout.root, dim)
+        offs = lane_slot_offsets(layout, t.shape)
+        index = {o: i for i, o in enumerate(offs)}
+        srcs = [self.get(v) for v in op.operands[1:]]
+        where = self.get(op.operands[0])
+        zero = self.b(ir.ConstantOp, -0.0 if t.elem.is_floating else 0, t.elem)
+        c = self._axis_coord(layout, dim, lanes) if lanes > 1 else None
+        outs = []
+        for i, o in enumerate(offs):
+            v = self.b(ir.ExtractOp, where, i)
+            w = self.irem(v, size) if len(srcs) > 1 else v
+            which = self.idiv(v, size) if len(srcs) > 1 else 0
+            key = self.i32(self.iadd(self.imul(self.iadd(self.imul(which, rounds), self.idiv(w, unit)), ld),
+                                     self.irem(w, ld)))
+            lane = None
+            if c is not None:
+                lane = self.b(ir.BinaryOp, "subi", self.i32(self.iadd(self.lane_id(),
+                                                                       self.imul(self.irem(self.idiv(w, ld), lanes), stride))),
+                              self.i32(self.imul(c, stride)))
+            got = zero
+            for n, src in enumerate(srcs):
+                for r in range(rounds):
+                    for k in range(ld):
+                        at = list(o)
+                        at[a] = k + r * unit
+                        cand = self.b(ir.ExtractOp, src, index[tuple(at)])
+                        if lane is not None:
+                            cand = self.b(ir.ShuffleOp, "idx", cand, lane)
+                        hit = self.b(ir.CmpOp, "eq", key, self.i32((n * rounds + r) * ld + k))
+                        got = self.b(ir.SelectOp, hit, cand, got)
+            inside = self.b(ir.CmpOp, "ult", self.i32(v), self.i32(len(srcs) * size))
+            outs.append(self.b(ir.SelectOp, inside, got, zero))
+        return [[self.b(ir.FromElementsOp, outs, lane_type(t))]]
 
     def rule_id_tile(self, op: ir.IdTileOp):
         """Lane ids are the lane's ``gpu.lane_id`` in every slot it holds."""

@@ -192,6 +192,31 @@ class WgToSg(Splitter):
         first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
         return [srcs[0] if rest == 0 else self.b(ir.TileShuffleOp, op.mode, a, rest, srcs) for srcs in out]
 
+    def gather_across(self, op: ir.TileGatherOp, s: Split) -> List[List[Value]]:
+        """A ``tile_gather`` whose axis is split between subgroups: every subgroup stores its pieces of the
+        sources, a barrier, and loads, for each of its result pieces, the whole axis at the piece's place
+        (as pieces of its own shape), which a subgroup-level gather then reads."""
+        t, a = op.result.type, op.axis
+        n, length = t.shape[a], s.piece_type.shape[a]
+        srcs = op.operands[1:]
+        wide = list(t.shape)
+        wide[a] *= len(srcs)
+        mem = self.slm(wide, t.elem)
+        for k, v in enumerate(srcs):
+            for i, p in enumerate(self.all(v)):
+                at = list(self.origin(s, i))
+                at[a] = self.iadd(at[a], k * n)
+                self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in at])
+        first = self.local_barrier()
+        out = []
+        for i in range(s.count):
+            at = [self.i32(o) for o in self.origin(s, i)]
+            out.append([self.b(ir.LoadMatrixOp, mem, at[:a] + [self.i32(j)] + at[a + 1:], s.piece_type)
+                        for j in range(0, wide[a], length)])
+        bar = self.local_barrier()
+        first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
+        return out
+
     def rule_id_tile(self, op: ir.IdTileOp):
         """Subgroup ids are the subgroup's ``gpu.subgroup_id`` in every element it holds."""
         if op.which != "subgroup":
