@@ -286,21 +286,27 @@ def castop(cg: CodeGen, kind: str, x, src: DType, dst: DType):
     raise PassError(f"codegen: no rule for cast {kind}")
 
 
-def sub_group_shuffle(cg: CodeGen, mode: str, v, lane):
-    """``intel_sub_group_shuffle[_xor|_down|_up]`` of one value; narrow types go through 32 bits."""
+def sub_group_shuffle(cg: CodeGen, mode: str, v, lane, nxt=None):
+    """``intel_sub_group_shuffle[_xor|_down|_up]`` of one value; narrow types go through 32 bits.
+    ``nxt``: for ``down``, the value lanes past the subgroup's end read (``v`` itself if None)."""
     t = v.type
     wide = t
-    if isinstance(t, ll.IntType) and t.width < 32:
-        wide, v = I32, cg.b.zext(v, I32)
-    elif t == F16:
-        wide, v = I32, cg.b.zext(cg.b.bitcast(v, I16), I32)
+
+    def widen(x):
+        if isinstance(t, ll.IntType) and t.width < 32:
+            return cg.b.zext(x, I32)
+        return cg.b.zext(cg.b.bitcast(x, I16), I32) if t == F16 else x
+    if isinstance(t, ll.IntType) and t.width < 32 or t == F16:
+        wide = I32
+    v, nxt = widen(v), widen(nxt) if nxt is not None else None
     m = mangle_scalar(wide)
     if mode == "idx":
         r = cg.call(f"_Z23intel_sub_group_shuffle{m}j", wide, [v, lane], convergent=True)
     elif mode == "xor":
         r = cg.call(f"_Z27intel_sub_group_shuffle_xor{m}j", wide, [v, lane], convergent=True)
     elif mode == "down":
-        r = cg.call(f"_Z28intel_sub_group_shuffle_down{m}{m}j", wide, [v, v, lane], convergent=True)
+        r = cg.call(f"_Z28intel_sub_group_shuffle_down{m}{m}j", wide, [v, v if nxt is None else nxt, lane],
+                    convergent=True)
     elif mode == "up":
         r = cg.call(f"_Z26intel_sub_group_shuffle_up{m}{m}j", wide, [v, v, lane], convergent=True)
     else:

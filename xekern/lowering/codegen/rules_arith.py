@@ -127,6 +127,9 @@ def _subgroup_reduce(cg: CodeGen, op: ir.SubgroupReduceOp):
     t = elem_of(op.operands[0].type)
     kind = combine_kind(op.kind, t)
     size, stride = op.attrs["cluster_size"], op.attrs["cluster_stride"]
+    vals = cg.get(op.operands[0])
+    if isinstance(vals, list) and len(vals) >= 2 and not len(vals) & (len(vals) - 1) and size >= 2:
+        return [_transposed_reduce(cg, kind, t, list(vals), size, stride)]
 
     def red(v):
         k = 1
@@ -136,6 +139,47 @@ def _subgroup_reduce(cg: CodeGen, op: ir.SubgroupReduceOp):
             k *= 2
         return v
     return map_slots(cg, op, red)
+
+
+def _transposed_reduce(cg: CodeGen, kind: str, t, vals: list, size: int, stride: int) -> list:
+    """Several slots (rows) reduced across a cluster of ``size`` lanes at once: at each step (lane
+    distance ``d`` = size / 2, size / 4, ...) a lane and its partner (``lane ^ d``) split the rows they
+    hold, the lane without bit ``d`` keeping the first half and its partner the second; each sends the
+    half it gives up (one shuffle per kept row) and combines what it receives with what it keeps. A
+    butterfly finishes when a lane is down to one row; then every row is read back from a lane that
+    holds it (a uniform index: a broadcast on the full subgroup). ``n - 1`` shuffles and combines per
+    ``n`` rows where the row-by-row butterfly takes ``n log2(size)``."""
+    n, lane = len(vals), cg.lane_id()
+    owner = [0] * n                # position bits of the lanes that hold each row (at vals[row % len(vals)])
+    d = size // 2
+    while d >= 1:
+        if len(vals) > 1:
+            half = len(vals) // 2
+            upper = cg.b.icmp_unsigned("!=", cg.b.and_(lane, cg.i32(d * stride)), cg.i32(0))
+            nxt = []
+            whole = d * 2 == size == cg.target.sg_size and stride == 1
+            for i in range(half):
+                lo, hi = vals[i], vals[i + half]
+                keep = cg.b.select(upper, hi, lo)
+                if whole:   # (the first step on a whole subgroup: lane p < d reads p + d's lo, the others p - d's hi)
+                    got = sub_group_shuffle(cg, "down", lo, cg.i32(d), nxt=hi)
+                else:
+                    got = sub_group_shuffle(cg, "xor", cg.b.select(upper, lo, hi), cg.i32(d * stride))
+                nxt.append(binop(cg, kind, keep, got, t))
+            for r in range(n):      # a row in the second half of the list goes to the lanes with bit d
+                if (r % len(vals)) >= half:
+                    owner[r] |= d
+            vals = nxt
+        else:
+            vals = [binop(cg, kind, vals[0], sub_group_shuffle(cg, "xor", vals[0], cg.i32(d * stride)), t)]
+        d //= 2
+    base = cg.b.sub(lane, cg.b.and_(lane, cg.i32((size - 1) * stride))) if size * stride < cg.target.sg_size \
+        or stride > 1 else None
+    out = []
+    for r in range(n):
+        at = cg.i32(owner[r] * stride)
+        out.append(sub_group_shuffle(cg, "idx", vals[r % len(vals)], at if base is None else cg.b.add(base, at)))
+    return out
 
 
 @rule(ir.ShuffleOp)
