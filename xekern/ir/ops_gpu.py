@@ -125,13 +125,15 @@ class SubgroupReduceOp(Op):
 
 class ShuffleOp(Op):
     """``gpu.shuffle``: read ``value`` from another lane: ``idx`` (that lane), ``xor`` (lane ^ n),
-    ``down`` (lane + n), ``up`` (lane - n). ``lane`` is a scalar i32."""
+    ``down`` (lane + n), ``up`` (lane - n). ``lane`` is a scalar i32. ``down`` may take a third operand,
+    ``next``: lanes whose ``lane + n`` passes the subgroup's end read it from lane ``lane + n - size``
+    (``value`` itself without it)."""
 
     NAME = "gpu.shuffle"
     ATTRS = (Attr("mode", str),)
 
-    def __init__(self, mode: str, value: Value, lane: Value, loc=None):
-        super().__init__([value, lane], [value.type], {"mode": mode}, loc=loc)
+    def __init__(self, mode: str, value: Value, lane: Value, nxt: Value = None, loc=None):
+        super().__init__([value, lane] + ([nxt] if nxt is not None else []), [value.type], {"mode": mode}, loc=loc)
 
     @property
     def mode(self):
@@ -142,6 +144,8 @@ class ShuffleOp(Op):
             raise IRError(f"unknown shuffle mode {self.mode}", self)
         if self.operands[1].type != int32:
             raise IRError("the lane operand must be i32", self)
+        if len(self.operands) > 2 and (self.mode != "down" or self.operands[2].type != self.operands[0].type):
+            raise IRError("only a down shuffle takes a next value, of the value's type", self)
 
 
 class TileShuffleOp(Op):

@@ -221,7 +221,8 @@ class SgToLane(Rewriter):
         slot), of ``c`` (``gpu.shuffle`` xor) and of ``r`` (another slot). ``window d``: the element
         ``d`` further, ``k + d = m * ld + k'``, is in lane ``c + m`` (modulo ``lanes``), slot ``k'`` of
         round ``r + m // lanes``, or of the next round for the lanes whose ``c + m % lanes`` wraps: the
-        lane it is read from picks between the two by its own coordinate, then ``gpu.shuffle`` idx."""
+        lane it is read from picks between the two by its own coordinate, then ``gpu.shuffle`` idx (when the
+        axis's lanes are the whole subgroup in order, one ``gpu.shuffle`` down of the two rounds)."""
         t, a, d = op.result.type, op.axis, op.distance
         layout = t.layout
         sp = lane_splits(layout, t.shape)[a]
@@ -255,7 +256,9 @@ class SgToLane(Rewriter):
         for mm, items in sorted(groups.items()):
             vt = VectorType((len(items),), t.elem)
             v = self.shuffle(srcs, [x[1] for x in items], vt)
-            if mm:
+            if mm and lanes == self.target.sg_size and stride == 1:    # the lanes are the subgroup's, in order
+                v = self.b(ir.ShuffleOp, "down", v, self.i32(mm), self.shuffle(srcs, [x[2] for x in items], vt))
+            elif mm:
                 c, src_lane = self._window_lanes(layout, dim, lanes, mm)
                 keep = self.b(ir.CmpOp, "uge", c, self.i32(mm))
                 v = self.b(ir.SelectOp, keep, v, self.shuffle(srcs, [x[2] for x in items], vt))

@@ -186,9 +186,10 @@ def _transposed_reduce(cg: CodeGen, kind: str, t, vals: list, size: int, stride:
 def _shuffle(cg: CodeGen, op: ir.ShuffleOp):
     lane = cg.get(op.operands[1])
     vals = cg.get(op.operands[0])
+    nxts = cg.get(op.operands[2]) if len(op.operands) > 2 else None
     if isinstance(vals, list):
-        return [[sub_group_shuffle(cg, op.mode, v, lane) for v in vals]]
-    return [sub_group_shuffle(cg, op.mode, vals, lane)]
+        return [[sub_group_shuffle(cg, op.mode, v, lane, nxt=nxts[i] if nxts else None) for i, v in enumerate(vals)]]
+    return [sub_group_shuffle(cg, op.mode, vals, lane, nxt=nxts)]
 
 
 # ---- ids and synchronization -------------------------------------------------------------------------
