@@ -19,8 +19,9 @@ iteration, or the loop's next run: either starts there), until a store into the 
 if a barrier that stays is met first at the top level (nested regions may not run). A matrix other
 code can write (``shuffle_tensor``'s) keeps its barriers.
 
-``drop_final``: outside every loop a trailing barrier goes: its matrix has SLM of its own for the
-whole kernel and only its exchange's stores, all before it, write there.
+``drop_final``: outside every loop a trailing barrier goes when another barrier comes before the next
+store into its matrix (exchanges that take turns with two matrices: each is written again only after
+the other's first barrier), or no store into it comes at all.
 
 ``batch``: the second exchange's stores (with the loads and arithmetic that feed them) move up to
 the first one's, and its barrier goes. The loads of both then follow one barrier; when nothing
@@ -123,18 +124,38 @@ def drop_redundant(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
 
 
 def drop_final(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
-    """Erase the trailing barriers of ``trailing`` outside every loop: their matrix is written only by
-    their exchange's stores, before them, and SLM is given to each matrix for the whole kernel (never
-    reused for another), so nothing can overwrite what another subgroup has not read yet. Returns how
-    many went."""
+    """Erase the trailing barriers of ``trailing`` outside every loop that another barrier follows
+    before the next store into their matrix, or that no store into it follows at all (the walk goes
+    on after the regions around the barrier, up to the function's end); the matrix's other writers
+    are then ordered by that barrier (exchanges that take turns with two matrices). Returns how many
+    went."""
     dropped = 0
     for bar in trailing:
         block = bar.parent
         if block is None or bar not in block.ops or _in_loop(block):
             continue
-        block.ops.remove(bar)
-        dropped += 1
+        if _barrier_first(bar, trailing[bar], trailing):
+            block.ops.remove(bar)
+            dropped += 1
     return dropped
+
+
+def _barrier_first(bar: Op, mem: Value, trailing: Dict[Op, Value]) -> bool:
+    """Whether, after ``bar``, every path meets a barrier that stays (not in ``trailing``, at the
+    level of the walk) before a store into ``mem``: the ops after it in its block, then after each
+    region's op in the block around it."""
+    op = bar
+    while op is not None and op.parent is not None:
+        ops = op.parent.ops
+        for nxt in ops[ops.index(op) + 1:]:
+            if isinstance(nxt, ir.BarrierOp) and nxt not in trailing:
+                return True
+            if _access(nxt, mem) == "w":
+                return False
+        op = op.parent.parent   # the op whose region this block is (None at the function's body)
+        if isinstance(op, ir.FuncOp):
+            return True
+    return True
 
 
 def _in_loop(block: Block) -> bool:

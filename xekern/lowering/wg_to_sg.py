@@ -34,6 +34,7 @@ class WgToSg(Splitter):
         self._coords: Dict[tuple, List[Value]] = {}
         self._bases: Dict[tuple, Value] = {}
         self._owners: Dict[tuple, Optional[Value]] = {}
+        self._turns: Dict[tuple, list] = {}
 
     # ---- subgroup coordinates (computed once, in the function's entry) ---------------------------
     def sg_id(self) -> Value:
@@ -117,6 +118,18 @@ class WgToSg(Splitter):
         with self.at_prologue():
             return self.b(ir.CreateMemDescOp, MemDescType(tuple(shape), elem, block=block))
 
+    def turn_matrix(self, shape, elem) -> Value:
+        """An SLM matrix for a tile move through SLM: two per shape and type, taken in turn, so a
+        scan's or a sort's many moves reuse them (each is written again only after the other move's
+        first barrier, which every subgroup passes after its reads of it: pass slm-barriers then
+        drops the moves' second barriers)."""
+        key = (tuple(shape), elem)
+        pair = self._turns.get(key)
+        if pair is None:
+            pair = self._turns[key] = [self.slm(shape, elem), self.slm(shape, elem), 0]
+        pair[2] ^= 1
+        return pair[pair[2]]
+
     def cross_reduce(self, op: ir.ReduceOp, partials: List[Value], ss: Split) -> List[Value]:
         src_t = op.operands[0].type
         layout, shape = src_t.layout, src_t.shape
@@ -160,37 +173,35 @@ class WgToSg(Splitter):
 
     def shuffle_across(self, op: ir.TileShuffleOp, s: Split) -> List[Value]:
         """A ``tile_shuffle`` whose axis is split between subgroups, through SLM: every subgroup stores its
-        pieces (of ``a``, then of ``b`` after them along the axis), a barrier, each loads the piece its
-        result takes from (at an offset of its own: xor'ed, or shifted, modulo the axis for a rotation)
-        and the next one when the distance leaves a rest, which a subgroup-level shuffle then applies."""
+        pieces, a barrier, and each loads the piece its result takes from. A window: ``a`` then ``b``
+        (``a`` again for a rotation) one after the other along the axis, the piece read at its own
+        origin plus the distance (SLM does the shift). A xor: the piece at its origin xor'ed with the
+        distance's bits from the piece length up, shuffled within by the bits below."""
         t, a = op.result.type, op.axis
         n, length = t.shape[a], s.piece_type.shape[a]
+        window = op.mode == "window"
         wide = list(t.shape)
-        wide[a] *= len(op.operands)
-        mem = self.slm(wide, t.elem)
-        for k, v in enumerate(op.operands):
+        wide[a] *= 2 if window else 1
+        mem = self.turn_matrix(wide, t.elem)
+        sources = (list(op.operands) * 2)[:2] if window else [op.operands[0]]
+        for k, v in enumerate(sources):
             for i, p in enumerate(self.all(v)):
                 at = list(self.origin(s, i))
                 at[a] = self.iadd(at[a], k * n)
                 self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in at])
         first = self.local_barrier()
-        (lo, hi), rest = shuffle_pieces(op.mode, 0, length, op.distance)
+        rest = 0 if window else op.distance % length
         out = []
         for i in range(s.count):
             at = list(self.origin(s, i))
-            srcs = []
-            for piece in ([lo] if op.mode == "xor" or rest == 0 else [lo, hi]):
-                if op.mode == "xor":
-                    pos = self._arith("xori", at[a], piece * length, lambda x, y: x ^ y)
-                else:
-                    pos = self.iadd(at[a], piece * length)
-                    pos = self.irem(pos, n) if len(op.operands) == 1 else pos
-                srcs.append(self.b(ir.LoadMatrixOp, mem, [self.i32(pos if d == a else o) for d, o in enumerate(at)],
-                                   s.piece_type))
-            out.append(srcs)
+            if window:
+                at[a] = self.iadd(at[a], op.distance)
+            else:
+                at[a] = self._arith("xori", at[a], op.distance - rest, lambda x, y: x ^ y)
+            out.append(self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in at], s.piece_type))
         bar = self.local_barrier()
         first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
-        return [srcs[0] if rest == 0 else self.b(ir.TileShuffleOp, op.mode, a, rest, srcs) for srcs in out]
+        return [v if rest == 0 else self.b(ir.TileShuffleOp, "xor", a, rest, [v]) for v in out]
 
     def gather_across(self, op: ir.TileGatherOp, s: Split) -> List[List[Value]]:
         """A ``tile_gather`` whose axis is split between subgroups: every subgroup stores its pieces of the
@@ -201,7 +212,7 @@ class WgToSg(Splitter):
         srcs = op.operands[1:]
         wide = list(t.shape)
         wide[a] *= len(srcs)
-        mem = self.slm(wide, t.elem)
+        mem = self.turn_matrix(wide, t.elem)
         for k, v in enumerate(srcs):
             for i, p in enumerate(self.all(v)):
                 at = list(self.origin(s, i))
