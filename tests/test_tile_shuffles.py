@@ -153,6 +153,21 @@ def test_a_split_axis_goes_through_slm_once_per_move():
     assert asm["slm-barriers"].count("gpu.barrier") == 14 and "close" not in asm["slm-barriers"]
 
 
+@xk.jit
+def cumsum_1d(x_ptr, o_ptr, BLOCK: xl.constexpr):
+    offs = xl.arange(0, BLOCK)
+    xl.store(o_ptr + offs, xl.cumsum(xl.load(x_ptr + offs)))
+
+
+def test_moves_through_slm_take_two_matrices_in_turn():
+    """A 4096-element scan on 4 subgroups crosses them at every one of its 12 moves: two SLM matrices
+    (each 2 x 4096 floats: a window's source twice) serve them all, within pvc's 128 KiB."""
+    c = cumsum_1d.compile_offline(dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), BLOCK=4096), target="pvc",
+                                  num_subgroups=4)
+    assert c.asm["sg"].count("xegpu.create_mem_desc") == 2 and c.slm_bytes == 2 * 2 * 4096 * 4
+    assert c.asm["slm-barriers"].count("gpu.barrier") == 12
+
+
 @pytest.mark.parametrize("target", ["pvc", "bmg"])
 @pytest.mark.parametrize("kernel", [moves_2d, gather_2d])
 @pytest.mark.parametrize("axis", [0, 1])
