@@ -20,8 +20,8 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..ir.types import TensorDescType, VectorType
-from .layouts import (axis_layout, batched_dpas_layouts, chunk_layout, complete_layout, default_layout, dpas_layouts, make_slice,
-                      nd_layout, permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
+from .layouts import (axis_layout, batched_dpas_layouts, chunk_layout, complete_layout, default_layout, dpas_layouts,
+                      make_slice, nd_layout, permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp, ir.InlineAsmOp)

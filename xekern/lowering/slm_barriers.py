@@ -145,16 +145,14 @@ def _barrier_first(bar: Op, mem: Value, trailing: Dict[Op, Value]) -> bool:
     level of the walk) before a store into ``mem``: the ops after it in its block, then after each
     region's op in the block around it."""
     op = bar
-    while op is not None and op.parent is not None:
+    while op is not None and op.parent is not None and not isinstance(op, ir.FuncOp):
         ops = op.parent.ops
         for nxt in ops[ops.index(op) + 1:]:
             if isinstance(nxt, ir.BarrierOp) and nxt not in trailing:
                 return True
             if _access(nxt, mem) == "w":
                 return False
-        op = op.parent.parent   # the op whose region this block is (None at the function's body)
-        if isinstance(op, ir.FuncOp):
-            return True
+        op = op.parent.parent   # the op whose region this block is
     return True
 
 

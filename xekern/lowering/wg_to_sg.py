@@ -18,7 +18,7 @@ from .. import ir
 from ..ir.core import Op, Value
 from ..ir.layout import Layout, sg_splits
 from ..ir.types import MemDescType, TensorDescType, VectorType
-from .distribute import Split, Splitter, combine_kind, shuffle_pieces
+from .distribute import Split, Splitter, combine_kind
 from .rewrite import PassError
 
 
@@ -171,26 +171,37 @@ class WgToSg(Splitter):
         sp = sg_splits(t.layout, tuple(t.shape))[axis]
         return sp.data * sp.rounds == sp.size
 
+    def publish_along(self, sources: List[Value], s: Split, axis: int) -> Tuple[Value, Op]:
+        """Every subgroup stores its pieces of ``sources`` one after the other along ``axis`` into a
+        matrix of them all (``turn_matrix``), then a barrier: (the matrix, the barrier)."""
+        t = sources[0].type
+        n = t.shape[axis]
+        wide = list(t.shape)
+        wide[axis] *= len(sources)
+        mem = self.turn_matrix(wide, t.elem)
+        for k, v in enumerate(sources):
+            for i, p in enumerate(self.all(v)):
+                at = list(self.origin(s, i))
+                at[axis] = self.iadd(at[axis], k * n)
+                self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in at])
+        return mem, self.local_barrier()
+
+    def read_back(self, first: Op, loads: List) -> List:
+        """``loads`` (built after the publishing barrier ``first``), then the closing barrier; the two
+        marked as one private exchange's."""
+        bar = self.local_barrier()
+        first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
+        return loads
+
     def shuffle_across(self, op: ir.TileShuffleOp, s: Split) -> List[Value]:
         """A ``tile_shuffle`` whose axis is split between subgroups, through SLM: every subgroup stores its
         pieces, a barrier, and each loads the piece its result takes from. A window: ``a`` then ``b``
         (``a`` again for a rotation) one after the other along the axis, the piece read at its own
         origin plus the distance (SLM does the shift). A xor: the piece at its origin xor'ed with the
         distance's bits from the piece length up, shuffled within by the bits below."""
-        t, a = op.result.type, op.axis
-        n, length = t.shape[a], s.piece_type.shape[a]
-        window = op.mode == "window"
-        wide = list(t.shape)
-        wide[a] *= 2 if window else 1
-        mem = self.turn_matrix(wide, t.elem)
-        sources = (list(op.operands) * 2)[:2] if window else [op.operands[0]]
-        for k, v in enumerate(sources):
-            for i, p in enumerate(self.all(v)):
-                at = list(self.origin(s, i))
-                at[a] = self.iadd(at[a], k * n)
-                self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in at])
-        first = self.local_barrier()
-        rest = 0 if window else op.distance % length
+        a, window = op.axis, op.mode == "window"
+        mem, first = self.publish_along((list(op.operands) * 2)[:2] if window else [op.operands[0]], s, a)
+        rest = 0 if window else op.distance % s.piece_type.shape[a]
         out = []
         for i in range(s.count):
             at = list(self.origin(s, i))
@@ -199,34 +210,22 @@ class WgToSg(Splitter):
             else:
                 at[a] = self._arith("xori", at[a], op.distance - rest, lambda x, y: x ^ y)
             out.append(self.b(ir.LoadMatrixOp, mem, [self.i32(o) for o in at], s.piece_type))
-        bar = self.local_barrier()
-        first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
+        out = self.read_back(first, out)
         return [v if rest == 0 else self.b(ir.TileShuffleOp, "xor", a, rest, [v]) for v in out]
 
     def gather_across(self, op: ir.TileGatherOp, s: Split) -> List[List[Value]]:
         """A ``tile_gather`` whose axis is split between subgroups: every subgroup stores its pieces of the
         sources, a barrier, and loads, for each of its result pieces, the whole axis at the piece's place
         (as pieces of its own shape), which a subgroup-level gather then reads."""
-        t, a = op.result.type, op.axis
-        n, length = t.shape[a], s.piece_type.shape[a]
-        srcs = op.operands[1:]
-        wide = list(t.shape)
-        wide[a] *= len(srcs)
-        mem = self.turn_matrix(wide, t.elem)
-        for k, v in enumerate(srcs):
-            for i, p in enumerate(self.all(v)):
-                at = list(self.origin(s, i))
-                at[a] = self.iadd(at[a], k * n)
-                self.b.create(ir.StoreMatrixOp, p, mem, [self.i32(o) for o in at])
-        first = self.local_barrier()
+        a = op.axis
+        mem, first = self.publish_along(list(op.operands[1:]), s, a)
+        end, length = op.result.type.shape[a] * (len(op.operands) - 1), s.piece_type.shape[a]
         out = []
         for i in range(s.count):
             at = [self.i32(o) for o in self.origin(s, i)]
             out.append([self.b(ir.LoadMatrixOp, mem, at[:a] + [self.i32(j)] + at[a + 1:], s.piece_type)
-                        for j in range(0, wide[a], length)])
-        bar = self.local_barrier()
-        first.attrs["exchange"], bar.attrs["exchange"] = "open", "close"
-        return out
+                        for j in range(0, end, length)])
+        return self.read_back(first, out)
 
     def rule_id_tile(self, op: ir.IdTileOp):
         """Subgroup ids are the subgroup's ``gpu.subgroup_id`` in every element it holds."""

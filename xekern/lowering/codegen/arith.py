@@ -290,14 +290,13 @@ def sub_group_shuffle(cg: CodeGen, mode: str, v, lane, nxt=None):
     """``intel_sub_group_shuffle[_xor|_down|_up]`` of one value; narrow types go through 32 bits.
     ``nxt``: for ``down``, the value lanes past the subgroup's end read (``v`` itself if None)."""
     t = v.type
-    wide = t
+    narrow = isinstance(t, ll.IntType) and t.width < 32
 
     def widen(x):
-        if isinstance(t, ll.IntType) and t.width < 32:
+        if narrow:
             return cg.b.zext(x, I32)
         return cg.b.zext(cg.b.bitcast(x, I16), I32) if t == F16 else x
-    if isinstance(t, ll.IntType) and t.width < 32 or t == F16:
-        wide = I32
+    wide = I32 if narrow or t == F16 else t
     v, nxt = widen(v), widen(nxt) if nxt is not None else None
     m = mangle_scalar(wide)
     if mode == "idx":
