@@ -107,6 +107,37 @@ def test_gather_in_every_placement(backend, rng, axis, placement):
 
 
 @xk.jit
+def reductions_2d(x_ptr, s_ptr, m_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr,
+                  BN: xl.constexpr):
+    r = xl.arange(0, BM)
+    c = xl.arange(0, BN)
+    m = (r[:, None] < M) & (c[None, :] < N)
+    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0)
+    if LAY is not None:
+        x = xl.convert_layout(x, LAY)
+    k = xl.arange(0, BN if AXIS == 0 else BM)
+    xl.store(s_ptr + k, xl.sum(x, AXIS))
+    xl.store(m_ptr + k, xl.max(x, AXIS))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("placement", list(layouts(16)))
+def test_reductions_in_every_placement(backend, rng, axis, placement):
+    """Row and column reductions of several slots per lane across clusters of lanes (the whole subgroup,
+    8 lanes, 2 lanes 8 apart): the transposed reduction, exact on integers."""
+    M, N = 13, 29
+    x = rng.integers(-1000, 1000, (M, N)).astype(np.int32)
+    sg = xk.get_target(backend.target).sg_size
+    k = (32, 16)[axis]
+    s, m = backend.run(reductions_2d, (1,), [x, poisoned(k, np.int32), poisoned(k, np.int32), M, N], AXIS=axis,
+                       LAY=layouts(sg)[placement], BM=16, BN=32)[1:3]
+    pad = np.zeros((16, 32), np.int64)
+    pad[:M, :N] = x
+    np.testing.assert_array_equal(s, pad.sum(axis))
+    np.testing.assert_array_equal(m, pad.max(axis))
+
+
+@xk.jit
 def moves_1d(x_ptr, o_ptr, n, BLOCK: xl.constexpr):
     offs = xl.arange(0, BLOCK)
     m = offs < n
