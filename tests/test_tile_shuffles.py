@@ -107,6 +107,28 @@ def test_gather_in_every_placement(backend, rng, axis, placement):
 
 
 @xk.jit
+def gather_resized(x_ptr, i_ptr, o_ptr, AXIS: xl.constexpr, LAY: xl.constexpr, KM: xl.constexpr, KN: xl.constexpr):
+    x = xl.load(x_ptr + xl.arange(0, 16)[:, None] * 32 + xl.arange(0, 32)[None, :])
+    if LAY is not None:
+        x = xl.convert_layout(x, LAY)
+    offs = xl.arange(0, KM)[:, None] * KN + xl.arange(0, KN)[None, :]
+    xl.store(o_ptr + offs, xl.gather(x, xl.load(i_ptr + offs), AXIS))
+
+
+@pytest.mark.parametrize("axis,km,kn", [(0, 4, 32), (0, 64, 32), (1, 16, 8), (1, 16, 128)])
+@pytest.mark.parametrize("placement", ["rows", "lane_copies", "blocks", "default"])
+def test_gather_by_a_shorter_or_longer_index(backend, rng, axis, km, kn, placement):
+    """An index shorter or longer than the source along the gathered axis: the source's layout resized
+    along that axis gives the index's (pass layout), the same gather op serves."""
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+    i = rng.integers(0, (16, 32)[axis], (km, kn)).astype(np.int32)
+    sg = xk.get_target(backend.target).sg_size
+    o = backend.run(gather_resized, (1,), [x, i, poisoned((km, kn), np.float32)], AXIS=axis,
+                    LAY=layouts(sg)[placement], KM=km, KN=kn)[2]
+    np.testing.assert_array_equal(o, np.take_along_axis(x, i, axis))
+
+
+@xk.jit
 def reductions_2d(x_ptr, s_ptr, m_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr,
                   BN: xl.constexpr):
     r = xl.arange(0, BM)

@@ -483,11 +483,9 @@ class TileSemantic:
 
     def gather(self, src, index, axis) -> tensor:
         """``xl.gather(src, index, axis)``: ``out[..., i, ...] = src[..., index[..., i, ...], ...]`` along
-        ``axis`` (the other dimensions of ``index`` match ``src``'s). An index of the source's shape is a
-        ``gpu.tile_gather`` (lanes through sub-group shuffles, subgroups through SLM, as the layout has
-        it). Otherwise every output element compares its index with each of the ``n`` positions along
-        ``axis`` and sums the one that matches, with ``-0.0`` (0) elsewhere, which is exact: ``n`` times
-        the work of a copy. An index outside ``[0, n)`` gives ``-0.0`` (0)."""
+        ``axis`` (the other dimensions of ``index`` match ``src``'s): a ``gpu.tile_gather`` (lanes through
+        sub-group shuffles, subgroups through SLM, as the layout has it). An index outside ``[0, n)``
+        gives ``-0.0`` (0)."""
         src, index = self.to_tensor(src), self.to_tensor(index)
         if not (src.is_tile and index.is_tile) or len(src.shape) != len(index.shape):
             raise SemanticError(f"gather needs a source and an index tile of one rank, got {src.type} and "
@@ -499,21 +497,7 @@ class TileSemantic:
         if any(index.shape[d] != src.shape[d] for d in range(rank) if d != axis):
             raise SemanticError(f"gather: index shape {list(index.shape)} must match source shape "
                                 f"{list(src.shape)} except along axis {axis}")
-        if tuple(index.shape) == tuple(src.shape):
-            return self.op(ir.TileGatherOp, axis, self.cast(index, T.int32).handle, [src.handle])
-        n = src.shape[axis]
-        order = [d for d in range(rank) if d != axis] + [axis]
-        moved = self.permute(src, order) if order != list(range(rank)) else src     # axis last
-        moved = self.expand_dims(moved, axis)                                        # 1 at axis
-        full = tuple(index.shape) + (n,)
-        cand = self.broadcast_to(moved, full)
-        pos = self.arange(0, n)
-        for d in range(rank):
-            pos = self.expand_dims(pos, 0)
-        hit = self.compare("eq", self.broadcast_to(self.expand_dims(self.cast(index, T.int32), rank), full),
-                           self.broadcast_to(pos, full))
-        zero = -0.0 if src.dtype.is_floating else 0
-        return self.reduce(self.where(hit, cand, self.const(zero, src.dtype)), rank, "sum")
+        return self.op(ir.TileGatherOp, axis, self.cast(index, T.int32).handle, [src.handle])
 
     def reduce_with(self, x, axis, fn, generator, keep_dims: bool = False) -> tensor:
         """``xl.reduce(x, axis, combine_fn)`` of one tile: ``reduce_tuple`` of ``(x,)``."""

@@ -199,16 +199,19 @@ class TileShuffleOp(Op):
 
 class TileGatherOp(Op):
     """``gpu.tile_gather``: ``result[p] = concat(srcs)[p with its ``axis`` coordinate replaced by
-    index[p]]`` (the sources one after the other along ``axis``, each of the index's shape); an index
-    outside the sources gives 0 (-0.0 for floats). ``xl.gather`` of a source and an index of one shape.
-    Lowered as ``tile_shuffle``: the pieces of the sources another subgroup holds through SLM, other
-    lanes' elements with ``gpu.shuffle`` by lane index, other slots by selects on the index."""
+    index[p]]`` (the sources one after the other along ``axis``); an index outside the sources gives 0
+    (-0.0 for floats). ``xl.gather``: the index (and the result) may be longer or shorter than a
+    source along ``axis``, not elsewhere. Lowered as ``tile_shuffle``: the pieces of the sources another
+    subgroup holds through SLM, other lanes' elements with ``gpu.shuffle`` by lane index, other slots
+    by selects on the index."""
 
     NAME = "gpu.tile_gather"
     ATTRS = (Attr("axis", int),)
 
     def __init__(self, axis: int, index: Value, srcs, loc=None):
-        super().__init__([index] + list(srcs), [srcs[0].type], {"axis": axis}, loc=loc)
+        it = index.type
+        rt = VectorType(it.shape, srcs[0].type.elem, it.layout)
+        super().__init__([index] + list(srcs), [rt], {"axis": axis}, loc=loc)
 
     @property
     def axis(self) -> int:
@@ -218,7 +221,9 @@ class TileGatherOp(Op):
         index, srcs, t = self.operands[0].type, self.operands[1:], self.result.type
         if not srcs or not isinstance(t, VectorType) or not 0 <= self.axis < t.rank:
             raise IRError(f"tile_gather along axis {self.axis} of {t}", self)
-        if any(v.type != t for v in srcs):
-            raise IRError("tile_gather sources and result share one type", self)
+        s = srcs[0].type
+        if any(v.type != s for v in srcs) or s.elem != t.elem or s.rank != t.rank or \
+                any(x != y for d, (x, y) in enumerate(zip(s.shape, t.shape)) if d != self.axis):
+            raise IRError(f"tile_gather sources {s} and result {t} differ beyond axis {self.axis}", self)
         if not isinstance(index, VectorType) or index.elem != int32 or index.shape != t.shape:
             raise IRError(f"tile_gather's index is an i32 tile of the result's shape, got {index}", self)

@@ -106,8 +106,9 @@ class Splitter(Rewriter):
     def shuffle_across(self, op: ir.TileShuffleOp, s: Split) -> List[Value]:
         raise PassError(f"{self.NAME}: tile_shuffle across holders", op)
 
-    def gather_across(self, op: ir.TileGatherOp, s: Split) -> List[List[Value]]:
-        """For each result piece, every piece of the sources along the axis at its place (in order)."""
+    def gather_across(self, op: ir.TileGatherOp, s: Split, ss: Split) -> List[List[Value]]:
+        """For each result piece (``s``), every piece of the sources (``ss``) along the axis at its place
+        (in order)."""
         raise PassError(f"{self.NAME}: tile_gather across holders", op)
 
     def nd_tdesc_type(self, t: TensorDescType) -> TensorDescType:
@@ -233,11 +234,15 @@ class Splitter(Rewriter):
 
     def rule_tile_gather(self, op: ir.TileGatherOp):
         """Each result piece gathers from every source piece along the axis at its place, in order (the
-        index counts along the whole axis); through ``gather_across`` when other holders have some."""
+        index counts along the whole axis; the sources' pieces may be longer or shorter along it, not
+        elsewhere); through ``gather_across`` when other holders have some."""
         s, a = self._split_of(op.result, op), op.axis
+        ss = self._split_of(op.operands[1], op)
+        if any(g != h for d, (g, h) in enumerate(zip(s.grid, ss.grid)) if d != a):
+            raise PassError(f"{self.NAME}: gather's index and source pieces do not line up: {s.grid}, {ss.grid}", op)
         index = self.all(op.operands[0])
-        if not self.holds_axis(op.result.type, a):
-            srcs = self.gather_across(op, s)
+        if not self.holds_axis(op.operands[1].type, a):
+            srcs = self.gather_across(op, s, ss)
         else:
             pools = [self.all(v) for v in op.operands[1:]]
             srcs = []
@@ -245,9 +250,9 @@ class Splitter(Rewriter):
                 at = list(idx)
                 srcs.append([])
                 for pool in pools:
-                    for j in range(s.grid[a]):
+                    for j in range(ss.grid[a]):
                         at[a] = j
-                        srcs[-1].append(pool[s.index(at)])
+                        srcs[-1].append(pool[ss.index(at)])
         return [[self.b(ir.TileGatherOp, a, index[i], srcs[i]) for i in range(s.count)]]
 
     def rule_convert_layout(self, op: ir.ConvertLayoutOp):

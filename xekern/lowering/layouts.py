@@ -2,6 +2,7 @@
 target's tables, canonical slices, permutations, and completion of user-given layouts."""
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 from typing import Optional, Sequence, Tuple
 
@@ -165,6 +166,32 @@ def axis_layout(shape: Sequence[int], axis: int, num_subgroups: int, sg_size: in
     sg_data = tuple(max(p, min(s, l)) for p, s, l in zip(piece, shape, lanes))
     return Layout(sg_layout=tuple(sgs), sg_data=sg_data, lane_layout=lanes, lane_data=(1,) * len(shape),
                   order=tuple(reversed(range(len(shape)))))
+
+
+def resize_axis(layout, shape: Sequence[int], axis: int, size: int) -> Optional[Layout]:
+    """``layout``, of a tile of ``shape``, for a tile that is ``size`` long along ``axis`` instead (a
+    gather's source and index): the same distribution elsewhere; along ``axis`` each subgroup holds
+    all of it if it held all, else the same share, and instruction blocks no longer than that. None
+    when no such layout is valid (then the two are converted)."""
+    shape = tuple(shape)
+    if not isinstance(layout, Layout) or shape[axis] == size:
+        return layout if shape[axis] == size else None
+    sd, inst = list(layout.sg_data or ()), list(layout.inst_data or ())
+    unit = (layout.lane_layout[axis] if layout.lane_layout else 1) * (layout.lane_data[axis] if layout.lane_data
+                                                                      else 1)
+    if sd:
+        whole = sd[axis] >= shape[axis]
+        sd[axis] = size if whole else max(size // layout.sg_layout[axis], min(size, unit))
+    if inst:
+        inst[axis] = min(inst[axis], sd[axis] if sd else size)
+    new = replace(layout, sg_data=tuple(sd) or layout.sg_data, inst_data=tuple(inst) or layout.inst_data)
+    out = list(shape)
+    out[axis] = size
+    try:
+        verify_layout(new, out)
+    except LayoutError:
+        return None
+    return new
 
 
 def _grid_for(M: int, N: int, m: int, n: int, G: int, narrow_n: bool = False,

@@ -21,12 +21,13 @@ from ..ir.core import Op, Value
 from ..ir.layout import Layout, LayoutError, SliceLayout
 from ..ir.types import TensorDescType, VectorType
 from .layouts import (axis_layout, batched_dpas_layouts, chunk_layout, complete_layout, default_layout, dpas_layouts,
-                      make_slice, nd_layout, permute_layout, prefetch_layout, unchunk_layout, unit_dims, unslice)
+                      make_slice, nd_layout, permute_layout, prefetch_layout, resize_axis, unchunk_layout, unit_dims,
+                      unslice)
 from .rewrite import PassError, Rewriter, STRUCTURED_RULES
 
 ELEMENTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CmpOp, ir.SelectOp, ir.CastOp, ir.InlineAsmOp)
 # ops whose operands and results share one layout (elements move along an axis, not between layouts)
-SAME_LAYOUT = ELEMENTWISE + (ir.TileShuffleOp, ir.TileGatherOp)
+SAME_LAYOUT = ELEMENTWISE + (ir.TileShuffleOp,)
 
 
 def _laid(v: Value) -> bool:
@@ -80,6 +81,12 @@ def collect(func: ir.FuncOp, rel: _Relations, ops: List[Op]) -> None:
         ops.append(op)
         if isinstance(op, SAME_LAYOUT):
             rel.same(*op.operands, *op.results)
+        elif isinstance(op, ir.TileGatherOp):    # index and result share a layout; sources resized along the axis
+            index, srcs, a = op.operands[0], op.operands[1:], op.axis
+            rel.same(index, op.result)
+            rel.same(*srcs)
+            rel.fn(srcs[0], index, lambda l, s=_shape(srcs[0]), a=a, n=_shape(index)[a]: resize_axis(l, s, a, n))
+            rel.fn(index, srcs[0], lambda l, s=_shape(index), a=a, n=_shape(srcs[0])[a]: resize_axis(l, s, a, n))
         elif isinstance(op, ir.BroadcastOp):
             src, res = op.operands[0], op.result
             rel.fn(res, src, lambda l, s=_shape(src): unit_dims(l, s))
@@ -224,10 +231,14 @@ class PropagateLayout(Rewriter):
         for op in ops:
             self._anchor(op)
         self._spread(rel)
-        # tiles moved along an axis (scans, sorts, gathers) that no anchor reached: each subgroup holds the axis
+        # tiles moved along an axis (scans, sorts, gathers' sources) that no anchor reached: each subgroup
+        # holds the axis
         for op in ops:
-            if isinstance(op, (ir.TileShuffleOp, ir.TileGatherOp)) and op.result not in self.layout:
-                self._set(op.result, axis_layout(_shape(op.result), op.axis, self.G, self.sg), op)
+            if not isinstance(op, (ir.TileShuffleOp, ir.TileGatherOp)):
+                continue
+            moved = op.operands[1] if isinstance(op, ir.TileGatherOp) else op.result
+            if moved not in self.layout:
+                self._set(moved, axis_layout(_shape(moved), op.axis, self.G, self.sg), op)
                 self._spread(rel)
         # defaults go to the largest tiles first, so broadcasts carry slices back to 1-D ranges
         pending = [(v, op) for op in ops for v in list(op.results) + [a for r in op.regions for a in r.args]
@@ -340,6 +351,14 @@ class PropagateLayout(Rewriter):
         res = lay.get(op.results[0]) if op.results else None
         if isinstance(op, SAME_LAYOUT):
             return {i: res for i, v in enumerate(op.operands) if _laid(v)}
+        if isinstance(op, ir.TileGatherOp) and res is not None:
+            a, n = op.axis, _shape(op.operands[1])[op.axis]
+            src = resize_axis(res, _shape(op.result), a, n)
+            if src is None:
+                raise PassError(f"gather: no layout of the source {list(_shape(op.operands[1]))} matches the "
+                                f"index's {res} outside axis {a}; give the index a layout (xl.convert_layout) "
+                                f"whose share of axis {a} the source's length divides", op)
+            return {i: res if i == 0 else src for i in range(len(op.operands))}
         if isinstance(op, ir.ValueBarrierOp):
             return {i: lay.get(r) for i, r in enumerate(op.results) if _laid(r)}
         if isinstance(op, ir.BroadcastOp) and _laid(op.operands[0]) and res is not None:

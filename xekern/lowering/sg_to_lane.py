@@ -297,15 +297,15 @@ class SgToLane(Rewriter):
         and, within it, element ``w = c' * ld + k + r * unit``: lane ``c'`` holds it in slot (``k``, ``r``).
         Each candidate slot (every source, round and ``k``) is read from lane ``c'`` (``gpu.shuffle`` idx)
         and the one the index names is selected; an index outside the sources gives 0."""
-        t, a = op.result.type, op.axis
-        layout = t.layout
-        sp = lane_splits(layout, t.shape)[a]
+        t, ts, a = op.result.type, op.operands[1].type, op.axis
+        layout = ts.layout       # (the index's and the result's but along the axis, whose length may differ)
+        sp = lane_splits(layout, ts.shape)[a]
         ld, rounds, unit, size = sp.data, sp.rounds, sp.unit, sp.size
         lanes = sp.count if unit <= size else size // ld
         dim = layout.kept_dims[a]
         stride = dim_stride(layout.root, dim)
-        offs = lane_slot_offsets(layout, t.shape)
-        index = {o: i for i, o in enumerate(offs)}
+        offs = lane_slot_offsets(t.layout, t.shape)
+        index = {o: i for i, o in enumerate(lane_slot_offsets(layout, ts.shape))}
         srcs = [self.get(v) for v in op.operands[1:]]
         where = self.get(op.operands[0])
         zero = self.b(ir.ConstantOp, -0.0 if t.elem.is_floating else 0, t.elem)

@@ -213,17 +213,17 @@ class WgToSg(Splitter):
         out = self.read_back(first, out)
         return [v if rest == 0 else self.b(ir.TileShuffleOp, "xor", a, rest, [v]) for v in out]
 
-    def gather_across(self, op: ir.TileGatherOp, s: Split) -> List[List[Value]]:
-        """A ``tile_gather`` whose axis is split between subgroups: every subgroup stores its pieces of the
-        sources, a barrier, and loads, for each of its result pieces, the whole axis at the piece's place
-        (as pieces of its own shape), which a subgroup-level gather then reads."""
+    def gather_across(self, op: ir.TileGatherOp, s: Split, ss: Split) -> List[List[Value]]:
+        """A ``tile_gather`` whose sources' axis is split between subgroups: every subgroup stores its
+        pieces of the sources (``ss``), a barrier, and loads, for each of its result pieces (``s``), the
+        whole axis at the piece's place (as source pieces), which a subgroup-level gather then reads."""
         a = op.axis
-        mem, first = self.publish_along(list(op.operands[1:]), s, a)
-        end, length = op.result.type.shape[a] * (len(op.operands) - 1), s.piece_type.shape[a]
+        mem, first = self.publish_along(list(op.operands[1:]), ss, a)
+        end, length = op.operands[1].type.shape[a] * (len(op.operands) - 1), ss.piece_type.shape[a]
         out = []
         for i in range(s.count):
             at = [self.i32(o) for o in self.origin(s, i)]
-            out.append([self.b(ir.LoadMatrixOp, mem, at[:a] + [self.i32(j)] + at[a + 1:], s.piece_type)
+            out.append([self.b(ir.LoadMatrixOp, mem, at[:a] + [self.i32(j)] + at[a + 1:], ss.piece_type)
                         for j in range(0, end, length)])
         return self.read_back(first, out)
 
