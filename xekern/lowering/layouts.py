@@ -172,10 +172,12 @@ def resize_axis(layout, shape: Sequence[int], axis: int, size: int) -> Optional[
     """``layout``, of a tile of ``shape``, for a tile that is ``size`` long along ``axis`` instead (a
     gather's source and index): the same distribution elsewhere; along ``axis`` each subgroup holds
     all of it if it held all, else the same share, and instruction blocks no longer than that. None
-    when no such layout is valid (then the two are converted)."""
+    when no such layout is valid (pass layout then reports the gather)."""
     shape = tuple(shape)
-    if not isinstance(layout, Layout) or shape[axis] == size:
-        return layout if shape[axis] == size else None
+    if shape[axis] == size:
+        return layout
+    if not isinstance(layout, Layout):
+        return None
     sd, inst = list(layout.sg_data or ()), list(layout.inst_data or ())
     unit = (layout.lane_layout[axis] if layout.lane_layout else 1) * (layout.lane_data[axis] if layout.lane_data
                                                                       else 1)
