@@ -129,6 +129,31 @@ def test_gather_by_a_shorter_or_longer_index(backend, rng, axis, km, kn, placeme
 
 
 @xk.jit
+def cat_and_topk(x_ptr, y_ptr, c_ptr, t_ptr, AXIS: xl.constexpr, K: xl.constexpr):
+    r = xl.arange(0, 16)[:, None]
+    c = xl.arange(0, 32)[None, :]
+    x = xl.load(x_ptr + r * 32 + c)
+    y = xl.load(y_ptr + r * 32 + c)
+    xl.store(c_ptr + xl.arange(0, 32)[:, None] * 32 + c, xl.cat(x, y))
+    if AXIS == 0:
+        xl.store(t_ptr + xl.arange(0, K)[:, None] * 32 + c, xl.topk(x, K, 0))
+    else:
+        xl.store(t_ptr + r * K + xl.arange(0, K)[None, :], xl.topk(x, K, 1))
+
+
+@pytest.mark.parametrize("axis,k", [(0, 4), (1, 8)])
+def test_cat_and_topk_take_positions(backend, rng, axis, k):
+    """cat (two sources one after the other) and topk (the first k of a descending sort) are gathers by
+    positions: no SLM where the layout holds the axis."""
+    x, y = (rng.standard_normal((16, 32)).astype(np.float32) for _ in range(2))
+    shape = (k, 32) if axis == 0 else (16, k)
+    c, t = backend.run(cat_and_topk, (1,), [x, y, poisoned((32, 32), np.float32), poisoned(shape, np.float32)],
+                       AXIS=axis, K=k)[2:4]
+    np.testing.assert_array_equal(c, np.concatenate([x, y]))
+    np.testing.assert_array_equal(t, np.take(-np.sort(-x, axis), range(k), axis))
+
+
+@xk.jit
 def reductions_2d(x_ptr, s_ptr, m_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr,
                   BN: xl.constexpr):
     r = xl.arange(0, BM)

@@ -374,23 +374,25 @@ class TileSemantic:
 
     def cat(self, a, b) -> tensor:
         """``xl.cat(a, b)``: the tiles one after the other along the first dimension (in order:
-        Triton's ``can_reorder`` is accepted and not needed), through one SLM buffer."""
+        Triton's ``can_reorder`` is accepted and not needed): a ``gpu.tile_gather`` of the two by the
+        positions ``0 .. 2n - 1`` (in registers where each subgroup holds the first dimension)."""
         self.require_level("xl.cat", "wg")
         a, b = self.to_tensor(a), self.to_tensor(b)
         if not (a.is_tile and b.is_tile) or a.shape[1:] != b.shape[1:] or a.shape[0] != b.shape[0]:
             raise SemanticError(f"cat needs two tiles of one shape, got {list(a.shape)} and {list(b.shape)}")
         dt = self.promote(a.dtype, b.dtype)
         shape = (2 * a.shape[0],) + tuple(a.shape[1:])
-        buf = self.alloc_slm(shape, dt)
-        zeros = [0] * len(shape)
-        second = list(zeros)
-        second[0] = a.shape[0]
-        self.store_matrix(buf, zeros, self.cast(a, dt))
-        self.store_matrix(buf, second, self.cast(b, dt))
-        self.barrier()
-        out = self.load_matrix(buf, zeros, shape)
-        self.barrier()   # (the buffer may be reused: every read done first)
-        return out
+        return self._positions_of([self.cast(a, dt), self.cast(b, dt)], 0, shape)
+
+    def _positions_of(self, srcs, axis: int, shape) -> tensor:
+        """The tile of ``shape`` holding, along ``axis``, the sources' elements ``0 .. shape[axis] - 1``
+        (the sources one after the other): a ``gpu.tile_gather`` by an index of those positions."""
+        idx = self.arange(0, shape[axis])
+        for d in range(len(shape)):
+            if d != axis:
+                idx = self.expand_dims(idx, d)
+        idx = self.broadcast_to(idx, tuple(shape))
+        return self.op(ir.TileGatherOp, axis, idx.handle, [x.handle for x in srcs])
 
     def histogram(self, x, bins: int, mask=None) -> tensor:
         """``xl.histogram(x, num_bins)``: int32 counts of the values ``0 .. num_bins - 1`` in ``x``
@@ -460,7 +462,7 @@ class TileSemantic:
 
     def topk(self, x, k: int, axis) -> tensor:
         """``xl.topk(x, k, dim)``: the ``k`` largest elements along ``axis``, largest first (a
-        descending sort, of which the first ``k`` are read back through SLM)."""
+        descending sort, of which the first ``k`` are taken by a ``gpu.tile_gather``)."""
         x = self.to_tensor(x)
         if not x.is_tile:
             raise SemanticError("topk needs a tile")
@@ -471,15 +473,9 @@ class TileSemantic:
         ordered = self.sort(x, axis, descending=True)
         if k == n:
             return ordered
-        buf = self.alloc_slm(tuple(x.shape), x.dtype)
-        zeros = [0] * len(x.shape)
-        self.store_matrix(buf, zeros, ordered)
-        self.barrier()
         shape = list(x.shape)
         shape[axis] = k
-        out = self.load_matrix(buf, zeros, tuple(shape))
-        self.barrier()
-        return out
+        return self._positions_of([ordered], axis, tuple(shape))
 
     def gather(self, src, index, axis) -> tensor:
         """``xl.gather(src, index, axis)``: ``out[..., i, ...] = src[..., index[..., i, ...], ...]`` along
