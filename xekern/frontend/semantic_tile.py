@@ -387,12 +387,7 @@ class TileSemantic:
     def _positions_of(self, srcs, axis: int, shape) -> tensor:
         """The tile of ``shape`` holding, along ``axis``, the sources' elements ``0 .. shape[axis] - 1``
         (the sources one after the other): a ``gpu.tile_gather`` by an index of those positions."""
-        idx = self.arange(0, shape[axis])
-        for d in range(len(shape)):
-            if d != axis:
-                idx = self.expand_dims(idx, d)
-        idx = self.broadcast_to(idx, tuple(shape))
-        return self.op(ir.TileGatherOp, axis, idx.handle, [x.handle for x in srcs])
+        return self.op(ir.TileGatherOp, axis, self._along(shape, axis).handle, [x.handle for x in srcs])
 
     def histogram(self, x, bins: int, mask=None) -> tensor:
         """``xl.histogram(x, num_bins)``: int32 counts of the values ``0 .. num_bins - 1`` in ``x``
@@ -412,13 +407,15 @@ class TileSemantic:
             hit = self.logical("and", hit, self.expand_dims(m, 1))
         return self.reduce(self.cast(hit, T.int32), 0, "sum")
 
-    def _along(self, x: tensor, axis: int) -> tensor:
-        """The index along ``axis`` of every element of ``x`` (an int32 tile of ``x``'s shape)."""
-        idx = self.arange(0, x.shape[axis])
-        for d in range(len(x.shape)):
+    def _along(self, x, axis: int) -> tensor:
+        """The index along ``axis`` of every element of ``x`` (a tile, or a shape): an int32 tile of
+        that shape."""
+        shape = tuple(x.shape) if isinstance(x, tensor) else tuple(x)
+        idx = self.arange(0, shape[axis])
+        for d in range(len(shape)):
             if d != axis:
                 idx = self.expand_dims(idx, d)
-        return self.broadcast_to(idx, x.shape)
+        return self.broadcast_to(idx, shape)
 
     def sort(self, x, axis, descending: bool = False) -> tensor:
         """``xl.sort(x, dim, descending)``: a bitonic sort along ``axis``. Each of its
