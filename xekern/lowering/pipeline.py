@@ -5,7 +5,7 @@ codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
     xegpu ─drop-breakpoints─▶ ─fp-fusion─▶ ─block-pointers─▶ ─surface-rules─▶ ─transpose-loads─▶
           ─slm-transpose─▶ ─layout─▶ ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
-          ─merge-block-messages─▶ ─lane─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
+          ─merge-block-messages─▶ ─lane─▶ ─defer-reductions─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
 Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
@@ -24,7 +24,7 @@ from .. import ir
 from ..errors import CompilationError, stage_error
 from ..ir.core import IRError
 from ..targets import Target
-from . import (block_pointers, blocking, coalesce, drop_breakpoints, emitter_decisions, fp_fusion,
+from . import (block_pointers, blocking, coalesce, defer_reductions, drop_breakpoints, emitter_decisions, fp_fusion,
                global_order, hoist_conversions, merge_block_messages, narrow_conversions, propagate_layout,
                sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, transpose_loads, wg_to_sg)
 from . import emitters
@@ -101,6 +101,7 @@ PASSES: List[Pass] = [
     Pass("inst", ("sg",), "inst", blocking.run),
     Pass("merge-block-messages", ("inst",), None, merge_block_messages.run),
     Pass("lane", ("inst",), "lane", sg_to_lane.run),
+    Pass("defer-reductions", ("lane",), None, defer_reductions.run),
     Pass("strip-mine", ("lane",), None, strip_mine.run),
     Pass("coalesce", ("lane",), None, coalesce.run),
     Pass("emitter-decisions", ("lane",), None, emitter_decisions.run),
