@@ -87,11 +87,16 @@ def _isa_report():
 @pytest.mark.parametrize("subgroups", [8, 16])
 def test_forward_isa_has_no_spill_and_one_mad_per_score(target, subgroups):
     """The current IGC's ISA of the forward at tutorial 06's blocks (bf16, D 64, 128 x 64): no spill
-    and no scratch; in each K/V loop DPAS (IGC's own: the loop computes between its products), no
+    and no scratch; on 8 subgroups at most 700 instructions per iteration of the unmasked loop; in
+    each K/V loop DPAS (IGC's own: the loop computes between its products), no
     SLM message, barrier or fence, and ``qk * qk_scale - m`` as one ``mad`` per 16 scores (fp-fusion)."""
     head, rows = _isa_report().loops(A.attn_fwd, target, xl.bfloat16, ns=subgroups)
     assert head["spill"] == 0 and head["scratch"] == 0, head
     assert len(rows) == 2, rows
+    # issue 21's goal: at most 700 instructions per 64 dpas in the unmasked loop (the row sums are
+    # carried per lane there, pass defer-reductions; 719 on pvc without)
+    if subgroups == 8:
+        assert rows[0]["total"] <= 700, rows[0]
     for r in rows:
         assert r["dpas"] == 512 // subgroups and r["slm"] == r["barriers"] == r["fences"] == 0, r
     c = A.attn_fwd.compile_offline(_fwd_sig(xl.bfloat16), target=target, num_subgroups=subgroups)
