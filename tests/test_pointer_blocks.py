@@ -260,3 +260,63 @@ def test_misaligned_device_array_bases(rng, dtype):
     close(o2.numpy(), (xs[:n].astype(np.float64) + ys[:n].astype(np.float64)).astype(t),
           1e-2 if dtype == "bf16" else 0)
     assert (("p", name, True),) * 3 in pointer_parts()
+
+
+def _run_tests(c):
+    """The uniform run tests in a kernel's unoptimized LLVM IR (``pointer_blocks.choose``'s branches)."""
+    return sum(1 for line in c.asm["llir_unoptimized"].splitlines() if line.startswith("block_io"))
+
+
+def test_a_chain_is_versioned_once_per_run():
+    """codegen/run_chains.py: tutorial 01's two loads, add and store share their runs and mask, so each
+    run is one test, the block path (two reads, the adds, one write) and one slot loop; 2 runs per lane
+    at BLOCK 1024 on 4 subgroups: 2 tests, where each access tested each run (6)."""
+    sig = dict(x_ptr=P(xl.float32), y_ptr=P(xl.float32), o_ptr=P(xl.float32), n=I32, BLOCK=1024)
+    c = plain_add.compile_offline(sig, target="pvc", num_subgroups=4)
+    assert _run_tests(c) == 2, c.asm["llir_unoptimized"]
+    c = masks_apart.compile_offline(dict(sig, BLOCK=1024), target="pvc", num_subgroups=4)
+    assert _run_tests(c) == 6     # the store's mask is another value: three accesses, each tested
+
+
+@xk.jit
+def masks_apart(x_ptr, y_ptr, o_ptr, n, BLOCK: xl.constexpr):
+    """The loads' mask and the store's are different values: no chain, each access on its own."""
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    x = xl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = xl.load(y_ptr + offs, mask=offs < n - 1, other=0.0)
+    xl.store(o_ptr + offs, x + y, mask=offs < n)
+
+
+@xk.jit
+def scaled_cast(x_ptr, y_ptr, o_ptr, n, start, BLOCK: xl.constexpr):
+    """A chain reading a tile from outside it (``offs``), constants and casts: ``(x * offs + y - 1.5)``
+    stored as the output's type."""
+    offs = start + xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    mask = offs < n
+    x = xl.load(x_ptr + offs, mask=mask).to(xl.float32)
+    y = xl.load(y_ptr + offs, mask=mask).to(xl.float32)
+    xl.store(o_ptr + offs, (x * (offs % 7).to(xl.float32) + y - 1.5).to(o_ptr.dtype.element_ty), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("n,start", [(1000, 0), (333, 5), (2048, 0)])
+def test_chain_with_an_outside_tile(backend, rng, dtype, n, start):
+    t = DTYPES[dtype]
+    x, y = ((rng.standard_normal(n + 3) * 8).astype(t) for _ in range(2))
+    o = poisoned(n + 3, t)
+    out = backend.run(scaled_cast, (xk.cdiv(n - start, 256),), [x, y, o, n, start], BLOCK=256)[2]
+    idx = np.arange(start, n)
+    want = (x[start:n].astype(np.float64) * (idx % 7) + y[start:n].astype(np.float64) - 1.5).astype(t)
+    close(out[start:n], want, 1e-2 if dtype == "bf16" else 1e-5, 1e-5)
+    outside = np.r_[0:start, n:n + 3]
+    assert out[outside].tobytes() == o[outside].tobytes()
+
+
+def test_masks_apart_stay_correct(backend, rng):
+    n = 999
+    x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+    o = poisoned(1024, np.float32)
+    out = backend.run(masks_apart, (4,), [x, y, o, n], BLOCK=256)[2]
+    want = x.astype(np.float64) + np.r_[y[:n - 1], 0.0]
+    close(out[:n], want, 1e-6)
+    assert out[n:].tobytes() == o[n:].tobytes()

@@ -13,7 +13,7 @@ use this one; nothing here or in a helper imports a table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Set
 
 from llvmlite import ir as ll
 
@@ -211,6 +211,7 @@ class CodeGen:
         self.named_reads: Dict[object, "NamedRegister"] = {}  # load op -> its register, declared ahead
         self.staged: Dict["NamedRegister", int] = {}  # named register -> the last of its GRFs a prefetch staged in
         self.analyses: Dict[str, object] = {}
+        self.deferred: Set[Op] = set()  # ops another op's rule emits (codegen/run_chains.py)
 
     # ---- module and kernel -----------------------------------------------------------------------
     def build(self) -> ll.Module:
@@ -253,7 +254,11 @@ class CodeGen:
         for op in block.ops:
             self.op(op)
 
-    def op(self, op: Op) -> None:
+    def op(self, op: Op, deferred: bool = False) -> None:
+        """``op``'s rule, which sets its results' values; an op in ``self.deferred`` only when the op
+        that emits it asks (``deferred``)."""
+        if op in self.deferred and not deferred:
+            return
         fn = None
         for cls in type(op).__mro__:
             fn = self.rules.get(cls)

@@ -10,7 +10,9 @@ the run's slots go one by one in a loop (an edge of the tile, where code size ma
     else  for j in 0..k-1: if (mask_j) v[j] = base[off_0 + j * sg]      (a loop, not unrolled)
 
 Slot ``j``'s offset is the first slot's plus ``j * sg`` (the run's definition), so the loop needs
-none of the other slots' offsets, and its mask comes from the plan (or the slots' masks).
+none of the other slots' offsets, and its mask comes from the plan (or the slots' masks). Loads,
+elementwise ops and a store that share their runs and mask take this choice once per run for all of
+them (``run_chains``, with the helpers here).
 """
 from __future__ import annotations
 
@@ -29,17 +31,17 @@ from .ocl import I32, I64
 _BROADCAST_LONG = "_Z19sub_group_broadcastlj"   # long sub_group_broadcast(long, uint)
 
 
-def _from_int(cg: CodeGen, v, t: DType):
+def from_int(cg: CodeGen, v, t: DType):
     lt = ll_type(t)
     return v if lt == v.type else cg.b.bitcast(v, lt)
 
 
-def _to_int(cg: CodeGen, v, t: DType):
+def to_int(cg: CodeGen, v, t: DType):
     it = ll.IntType(t.bits)
     return v if v.type == it else cg.b.bitcast(v, it)
 
 
-def _run_pointer(cg: CodeGen, d: ScatterDesc, first: int, aligned: bool):
+def run_pointer(cg: CodeGen, d: ScatterDesc, first: int, aligned: bool):
     """The run's first element, lane 0's (the block message reads its pointer from one lane), as a
     pointer to integers of the element's width (the block builtins' type), and whether it is 16-byte
     aligned (``aligned``: proved, pass ``coalesce``; else tested)."""
@@ -51,7 +53,7 @@ def _run_pointer(cg: CodeGen, d: ScatterDesc, first: int, aligned: bool):
     return p, cg.b.icmp_unsigned("==", low, ll.Constant(I64, 0))
 
 
-def _choose(cg: CodeGen, ok, block: Callable[[], List], element: Callable[[], List]) -> List:
+def choose(cg: CodeGen, ok, block: Callable[[], List], element: Callable[[], List]) -> List:
     """``ok ? block() : element()`` as a branch; the values of both, merged (phis). ``ok`` None:
     ``block()``."""
     if ok is None:
@@ -87,7 +89,7 @@ def _unknowable_zero(cg: CodeGen):
     return cg.cached("unknowable_zero", make)
 
 
-def _slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
+def slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
     """``for j in 0..k-1: acc = body(j, acc)`` as a loop whose trip count the driver's compiler cannot
     see (``k`` plus a zero it cannot prove), so that it is not unrolled back into ``k`` copies."""
     n = cg.b.add(cg.i32(k), _unknowable_zero(cg))
@@ -99,7 +101,7 @@ def _slot_loop(cg: CodeGen, k: int, body: Callable, acc=None):
     out = counted_loop(cg, n, start, step, ("slot_loop", "slot_loop_done"))
     return out[0] if out else None
 
-def _as_elements(cg: CodeGen, v, t: DType):
+def as_elements(cg: CodeGen, v, t: DType):
     """A vector of ``t.bits``-bit integers as a vector of ``t`` where ``t`` is a float type (one
     bitcast of the whole vector)."""
     lt = ll_type(t)
@@ -108,22 +110,22 @@ def _as_elements(cg: CodeGen, v, t: DType):
     return cg.b.bitcast(v, ll.VectorType(lt, v.type.count))
 
 
-def _vector(cg: CodeGen, vals: Sequence, t: ll.Type):
+def vector(cg: CodeGen, vals: Sequence, t: ll.Type):
     v = ll.Constant(ll.VectorType(t, len(vals)), None)
     for j, x in enumerate(vals):
         v = cg.b.insert_element(v, x, cg.i32(j))
     return v
 
 
-def _slot_masks(cg: CodeGen, p, masks, slots):
+def slot_masks(cg: CodeGen, p, masks, slots):
     """``j -> this lane's mask at the run's slot j``: from the plan, or from the slots' masks."""
     if p is not None:
         return lambda j: run_masks.slot_mask(cg, p, j)
-    vec = _vector(cg, [masks[s] for s in slots], ll.IntType(1))
+    vec = vector(cg, [masks[s] for s in slots], ll.IntType(1))
     return lambda j: cg.b.extract_element(vec, j)
 
 
-def _slot_address(cg: CodeGen, d: ScatterDesc, first: int, j):
+def slot_address(cg: CodeGen, d: ScatterDesc, first: int, j):
     step = cg.b.mul(cg.b.zext(j, I64), ll.Constant(I64, cg.target.sg_size))
     return cg.gep(d.base, mem_type(d.type.elem), cg.b.add(d.offsets[first], step))
 
@@ -133,44 +135,44 @@ def _loop_loads(cg: CodeGen, d: ScatterDesc, p, masks, other, slots: Sequence[in
     the run's ``k`` values (as integers of the element's width)."""
     t = d.type.elem
     it = ll.IntType(t.bits)
-    mask_at = _slot_masks(cg, p, masks, slots) if p is not True else None
-    fills = [_to_int(cg, other[s] if other is not None else zero(t), t) for s in slots]
+    mask_at = slot_masks(cg, p, masks, slots) if p is not True else None
+    fills = [to_int(cg, other[s] if other is not None else zero(t), t) for s in slots]
     # one constant fill for every slot (no other, or a scalar one): each iteration writes its slot,
     # the loaded value or the fill, and the vector starts undefined (no initial moves); else it
     # starts as the fills and an iteration writes only a loaded slot
     same = all(isinstance(f, ll.Constant) and str(f) == str(fills[0]) for f in fills)
-    init = ll.Constant(ll.VectorType(it, len(slots)), None) if same or mask_at is None else _vector(cg, fills, it)
+    init = ll.Constant(ll.VectorType(it, len(slots)), None) if same or mask_at is None else vector(cg, fills, it)
 
     def body(j, acc):
         def load():
-            return cg.b.load(_slot_address(cg, d, slots[0], j), typ=it, align=max(1, t.itemsize))
+            return cg.b.load(slot_address(cg, d, slots[0], j), typ=it, align=max(1, t.itemsize))
         if mask_at is None:
             return cg.b.insert_element(acc, load(), j)
         if same:
             return cg.b.insert_element(acc, cg.masked(mask_at(j), load, fills[0]), j)
         return cg.masked(mask_at(j), lambda: cg.b.insert_element(acc, load(), j), acc)
-    return _slot_loop(cg, len(slots), body, init)
+    return slot_loop(cg, len(slots), body, init)
 
 
 def _loop_stores(cg: CodeGen, d: ScatterDesc, vals, p, masks, slots: Sequence[int]) -> None:
     t = d.type.elem
-    mask_at = _slot_masks(cg, p, masks, slots) if p is not True else None
-    valv = _vector(cg, [vals[s] for s in slots], ll_type(t))
+    mask_at = slot_masks(cg, p, masks, slots) if p is not True else None
+    valv = vector(cg, [vals[s] for s in slots], ll_type(t))
 
     def body(j, _):
         def store():
-            store_elem(cg, cg.b.extract_element(valv, j), _slot_address(cg, d, slots[0], j), t)
+            store_elem(cg, cg.b.extract_element(valv, j), slot_address(cg, d, slots[0], j), t)
         if mask_at is None:
             store()
         else:
             cg.masked(mask_at(j), store)
-    _slot_loop(cg, len(slots), body)
+    slot_loop(cg, len(slots), body)
 
 
 def _test(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, slots, aligned: bool):
     """(the run's pointer, whether the block message may move the run (None: always), the mask's
     plan)."""
-    ptr, ok = _run_pointer(cg, d, slots[0], aligned)
+    ptr, ok = run_pointer(cg, d, slots[0], aligned)
     unmasked, p = run_masks.run_test(cg, mask, masks, slots)
     if unmasked is not None:
         ok = unmasked if ok is None else cg.b.and_(ok, unmasked)
@@ -193,8 +195,8 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
         # accumulate loads (row sum, layer norm) more movs than it saved
         block = lambda: block_io.read_vector(cg, ptr, t.bits, k, block_io.GLOBAL)  # noqa: E731
         element = lambda: _loop_loads(cg, d, p, masks, other, slots)  # noqa: E731
-        vec = _as_elements(cg, _choose(cg, ok, lambda: [block()], lambda: [element()])[0], t)
-        out.update((s, _from_int(cg, cg.b.extract_element(vec, cg.i32(j)), t)) for j, s in enumerate(slots))
+        vec = as_elements(cg, choose(cg, ok, lambda: [block()], lambda: [element()])[0], t)
+        out.update((s, from_int(cg, cg.b.extract_element(vec, cg.i32(j)), t)) for j, s in enumerate(slots))
     return out
 
 
@@ -205,8 +207,8 @@ def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], mask
     for first, k in runs:
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
-        _choose(cg, ok,
-                lambda: block_io.write(cg, ptr, [_to_int(cg, vals[s], t) for s in slots], t.bits, block_io.GLOBAL),
+        choose(cg, ok,
+                lambda: block_io.write(cg, ptr, [to_int(cg, vals[s], t) for s in slots], t.bits, block_io.GLOBAL),
                 lambda: _loop_stores(cg, d, vals, p, masks, slots))
         done.update(slots)
     return done

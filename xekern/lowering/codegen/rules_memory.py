@@ -10,7 +10,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import DType, MemDescType, elem_of
 from ..rewrite import PassError
-from . import block_io, pointer_blocks, slm_read
+from . import block_io, pointer_blocks, run_chains, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from ..messages import lane_offsets, origin_multiple_of
 from .memory import load_elem, slm_offset, slot_coords, store_elem, zero
@@ -52,6 +52,9 @@ def _addresses(cg: CodeGen, d: ScatterDesc) -> List:
 
 @rule(ir.LoadGatherOp)
 def _load_gather(cg: CodeGen, op: ir.LoadGatherOp):
+    run_chains.chains(cg)   # (finds the chains before their first load: the store emits their loads)
+    if op in cg.deferred:
+        return []
     d: ScatterDesc = cg.get(op.operands[0])
     masks = cg.slots(op.operands[1])
     t = d.type.elem
@@ -78,6 +81,10 @@ def _load_gather(cg: CodeGen, op: ir.LoadGatherOp):
 
 @rule(ir.StoreScatterOp)
 def _store_scatter(cg: CodeGen, op: ir.StoreScatterOp):
+    chain = run_chains.chains(cg).get(op)
+    if chain is not None:
+        run_chains.emit(cg, chain)
+        return []
     vals = cg.slots(op.operands[0])
     d: ScatterDesc = cg.get(op.operands[1])
     masks = cg.slots(op.operands[2])
