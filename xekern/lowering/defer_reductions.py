@@ -13,7 +13,8 @@ A carried value ``a`` (initial value ``a0``, next value ``y``) qualifies when, i
 * ``y`` is ``a + r``, ``r + a``, ``fma(a, s, r)``, ``fma(s, a, r)`` or ``a * s + r`` (the multiply used
   only there), where ``r = gpu.subgroup_reduce <add> x`` is used only there;
 * ``a`` and ``y`` have no other use in the body (the loop's own result may be used anywhere after it);
-* ``s`` and ``a0`` are the same in every lane of a cluster of the reduction (``varying_lanes``);
+* ``s``, ``a0`` and the loop's bounds are the same in every lane of a cluster of the reduction
+  (``varying_lanes``);
 * ``a0`` does not come from another loop. Loops that follow one another carrying the same value are
   the body of a split iteration space and its remainder (attention's unmasked key blocks, then the
   masked ones): the remainder runs once or twice, so its per-iteration saving is small, while the
@@ -157,6 +158,8 @@ def _deferrals(loop: ir.ForOp, uses, lanes: Dict[Value, int]) -> List[Deferral]:
         cluster = _cluster_bits(red)
         if lanes.get(a0, ALL_LANES) & cluster or (scale is not None and lanes.get(scale, ALL_LANES) & cluster):
             continue
+        if any(lanes.get(b, ALL_LANES) & cluster for b in loop.operands[:3]):
+            continue   # (lanes of a cluster that run different numbers of iterations: not one sum)
         out.append(Deferral(loop, i, update, red))
     return out
 
