@@ -208,7 +208,7 @@ def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], mask
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
         choose(cg, ok,
-                lambda: block_io.write(cg, ptr, [to_int(cg, vals[s], t) for s in slots], t.bits, block_io.GLOBAL),
-                lambda: _loop_stores(cg, d, vals, p, masks, slots))
+               lambda: block_io.write(cg, ptr, [to_int(cg, vals[s], t) for s in slots], t.bits, block_io.GLOBAL),
+               lambda: _loop_stores(cg, d, vals, p, masks, slots))
         done.update(slots)
     return done

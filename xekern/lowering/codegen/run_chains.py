@@ -40,7 +40,8 @@ SLOTWISE = (ir.BinaryOp, ir.UnaryOp, ir.FmaOp, ir.CastOp, ir.CmpOp, ir.SelectOp)
 # the slot loop repeats the chain's ops, so a chain with one of these (long expansions: a division,
 # a transcendental function) keeps the per-access form. Measured on pvc: GELU over a 2D tile (tanh)
 # versioned went from 11.1 to 12.0 instructions per element
-_LONG = {"divf", "remf", "divsi", "divui", "remsi", "remui", "powf", "atan2"} | (ir.ops_arith.FLOAT_UNARY - {"absf", "negf"})
+_LONG = {"divf", "remf", "divsi", "divui", "remsi", "remui", "powf", "atan2"} | \
+    (ir.ops_arith.FLOAT_UNARY - {"absf", "negf"})
 
 
 class _Long(Exception):
