@@ -107,3 +107,33 @@ def test_guards_do_not_change_correct_results(rng):
     want = np.arange(rows)[:, None] * 1000.0 + np.arange(n)[None, :]
     np.testing.assert_array_equal(out[:, :n], want)
     assert np.isnan(out[:, n:]).all()
+
+
+@xk.jit
+def _scale_into(x_ptr, o_ptr, n, BLOCK: xl.constexpr):
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    xl.store(o_ptr + offs, xl.load(x_ptr + offs, mask=offs < n) * 3.0, mask=offs < n)
+
+
+def test_only_written_numpy_arguments_get_guards_and_come_back(monkeypatch):
+    """A NumPy argument the kernel only reads (not in ``CompiledKernel.writes``) goes to the device
+    without guards and is not copied back; a written one keeps both. The same array passed as the
+    read and the written argument is one guarded copy, copied back."""
+    from xekern.runtime import guards
+    asked = []
+    real = guards.acquire
+    monkeypatch.setattr(guards, "acquire", lambda nbytes, queue, guarded=True: asked.append(guarded)
+                        or real(nbytes, queue, guarded))
+    rng = np.random.default_rng()
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    x0 = x.copy()
+    o = poisoned(n, np.float32)
+    _scale_into[(4,)](x, o, n, BLOCK=256, target="cpu")
+    assert asked == [False, True], asked
+    np.testing.assert_allclose(o, 3.0 * x0.astype(np.float64), rtol=1e-6)
+    assert x.tobytes() == x0.tobytes()
+    asked.clear()
+    _scale_into[(4,)](x, x, n, BLOCK=256, target="cpu")     # in place: one copy, guarded, copied back
+    assert asked == [True], asked
+    np.testing.assert_allclose(x, 3.0 * x0.astype(np.float64), rtol=1e-6)

@@ -1,8 +1,10 @@
 """Guard regions around device buffers: a kernel that writes past an argument's ends is an error
 that names the argument, how far it wrote, and the stores that can write it.
 
-A NumPy argument is copied into a device buffer with a guard region on each side, filled with
-``PATTERN``; after the kernel, the guards are read back and any changed byte is an overrun. The
+A NumPy argument the kernel may write (``launch_facts.written_params``) is copied into a device
+buffer with a guard region on each side, filled with ``PATTERN``; after the kernel, the guards are
+read back and any changed byte is an overrun. (An argument it only reads is copied in without
+guards and not copied back: nothing the kernel does can change it.) The
 NumPy array is then left as it was (nothing is copied back), and no memory outside the device
 buffer was touched, as long as the kernel strayed no further than the guard (``size``: the
 array's own size, at least 256 bytes and at most 64 MiB). ``XEKERN_DEBUG=1`` gives device arrays made by
@@ -69,13 +71,14 @@ def refill(mem, g: int, nbytes: int, queue) -> None:
 
 
 class Buffer:
-    """A guarded device buffer for a NumPy argument: ``mem`` (guard, data, guard), ``g`` the guard's
-    size and ``arg`` the dpctl memory object of the data (what the kernel gets)."""
+    """A device buffer for a NumPy argument: ``mem`` (guard, data, guard), ``g`` the guard's size (0:
+    none, for an argument the kernel does not write) and ``arg`` the dpctl memory object of the data
+    (what the kernel gets)."""
 
     __slots__ = ("mem", "g", "nbytes", "arg", "queue")
 
-    def __init__(self, nbytes: int, queue):
-        self.g, self.nbytes, self.queue = size(nbytes), nbytes, queue
+    def __init__(self, nbytes: int, queue, guarded: bool = True):
+        self.g, self.nbytes, self.queue = size(nbytes) if guarded else 0, nbytes, queue
         self.mem = dev.dpctl().memory.MemoryUSMDevice(self.g + max(nbytes, 1) + self.g, alignment=64, queue=queue)
         self.arg = dev.memory_view(self.mem, self.g, max(nbytes, 1), queue)
 
@@ -88,16 +91,16 @@ _POOL_BYTES = 64 << 20
 _pool_lock = threading.Lock()
 
 
-def acquire(nbytes: int, queue) -> Buffer:
+def acquire(nbytes: int, queue, guarded: bool = True) -> Buffer:
     global _pool_bytes
     with _pool_lock:
-        free = _pool.get((nbytes, id(queue)))
+        free = _pool.get((nbytes, id(queue), guarded))
         while free:
             b = free.pop()
             _pool_bytes -= b.mem.nbytes
             if b.queue is queue:
                 return b
-    return Buffer(nbytes, queue)
+    return Buffer(nbytes, queue, guarded)
 
 
 def release(b: Buffer) -> None:
@@ -105,7 +108,7 @@ def release(b: Buffer) -> None:
     global _pool_bytes
     with _pool_lock:
         if _pool_bytes + b.mem.nbytes <= _POOL_BYTES:
-            _pool.setdefault((b.nbytes, id(b.queue)), []).append(b)
+            _pool.setdefault((b.nbytes, id(b.queue), b.g > 0), []).append(b)
             _pool_bytes += b.mem.nbytes
 
 

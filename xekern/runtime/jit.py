@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -122,28 +122,46 @@ class CompiledKernel:
 
 # ---- arguments -------------------------------------------------------------------------------
 
+class _Copies(list):
+    """A launch's argument copies; ``written``: ids of the values passed to parameters the kernel may
+    write (``CompiledKernel.writes``)."""
+
+    def __init__(self, written=frozenset()):
+        super().__init__()
+        self.written = written
+
+
 class _NumpyCopy:
     """A NumPy argument copied to the device for one launch (and back after it), between two guard
     regions that the launch checks before copying back (``runtime/guards.py``). The array and its
-    guards go to the device and come back in one copy each."""
+    guards go to the device and come back in one copy each. An array the kernel only reads goes
+    without guards and does not come back."""
 
     __slots__ = ("host", "name", "buf", "arg")
 
-    def __init__(self, host: np.ndarray, name: str, queue):
+    def __init__(self, host: np.ndarray, name: str, queue, written: bool = True):
         self.host, self.name = host, name
         # 64-byte aligned, as 2D block messages want their base (runtime/surfaces.address counts on it)
-        self.buf = guards.acquire(host.nbytes, queue)
+        self.buf = guards.acquire(host.nbytes, queue, guarded=written)
         self.arg = self.buf.arg
         # the bytes in memory order (C or Fortran): the kernel sees the array's own layout
-        self.buf.mem.copy_from_host(guards.staged(host.ravel(order="K").view(np.uint8), self.buf.g))
+        data = host.ravel(order="K").view(np.uint8)
+        if written:
+            self.buf.mem.copy_from_host(guards.staged(data, self.buf.g))
+        elif host.nbytes:
+            self.buf.mem.copy_from_host(data)
 
     @property
     def writeable(self) -> bool:
         return self.host.flags.writeable
 
     def finish(self, kernel: str, writes: Dict[str, str], queue) -> Optional[np.ndarray]:
-        """The device bytes of the array; LaunchError if the kernel wrote outside it (its guards changed)."""
+        """The device bytes of the array (None: the kernel only read it); LaunchError if the kernel
+        wrote outside it (its guards changed)."""
         b = self.buf
+        if not b.g:
+            guards.release(b)
+            return None
         whole = np.empty(b.mem.nbytes, np.uint8)
         b.mem.copy_to_host(whole)
         bad = guards.overrun(b.mem, b.g, b.nbytes, queue, whole)
@@ -153,8 +171,8 @@ class _NumpyCopy:
                                writes.get(self.name, ""), unchanged=True)
         return whole[b.g:b.g + b.nbytes]
 
-    def copy_back(self, data: np.ndarray) -> None:
-        if self.host.nbytes and self.host.flags.writeable:
+    def copy_back(self, data: Optional[np.ndarray]) -> None:
+        if data is not None and self.host.nbytes and self.host.flags.writeable:
             self.host.ravel(order="K").view(np.uint8)[...] = data   # (a view: C- or Fortran-contiguous)
 
 
@@ -266,7 +284,7 @@ def _arg_numpy(v, name, queue, copies):
             raise LaunchError(f"argument '{name}' overlaps another NumPy argument without being the same "
                               f"array; their device copies could not see each other's writes: pass device "
                               f"arrays (xk.to_device) for overlapping views")
-    c = _NumpyCopy(v, name, queue)
+    c = _NumpyCopy(v, name, queue, written=id(v) in getattr(copies, "written", (id(v),)))
     copies.append(c)
     return c.arg
 
@@ -771,7 +789,7 @@ class JITFunction:
         """Launch ``ck``; ``raw`` (the launch's own args and kwargs) lets it be memoized."""
         g = check_grid(grid, values if type(grid) is tuple else self.named(values))
         kernel = ck.kernel_for(queue)
-        copies: List[_NumpyCopy] = []
+        copies = _Copies({id(values[i]) for i, name, _, _ in runtime if name in ck.writes} if ck.writes else ())
         if ck.extents:
             extents.check(self.__name__, ck.extents, {name: values[i] for i, name, _, _ in runtime})
         kargs = [conv(values[i], name, queue, copies) for i, name, irt, conv in runtime]
