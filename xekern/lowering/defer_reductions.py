@@ -53,9 +53,12 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
         return func   # (no reduction in a loop body: no copy)
     out = copy_func(func, ctx)
     for loop in [o for o in out.walk() if isinstance(o, ir.ForOp)]:
-        lanes = varying_lanes(out)
         uses = ir.users(out)
-        for d in _deferrals(loop, uses, lanes):
+        found = _candidates(loop, uses)
+        if not found:
+            continue
+        lanes = varying_lanes(out)   # (again for each such loop: a deferral before it changed values)
+        for d in [d for d, scale in found if _uniform(d, scale, lanes)]:
             _defer(d, uses)
             uses = ir.users(out)
     return out
@@ -142,7 +145,9 @@ def _cluster_bits(op: ir.SubgroupReduceOp) -> int:
     return (op.attrs["cluster_size"] - 1) * op.attrs["cluster_stride"]
 
 
-def _deferrals(loop: ir.ForOp, uses, lanes: Dict[Value, int]) -> List[Deferral]:
+def _candidates(loop: ir.ForOp, uses) -> List[tuple]:
+    """(deferral, its factor or None) for each carried value of ``loop`` that has one of the forms,
+    before the lanes are looked at."""
     body = loop.body
     out = []
     for i, (a, a0, y) in enumerate(zip(loop.iter_args, loop.inits, body.terminator.operands)):
@@ -150,18 +155,20 @@ def _deferrals(loop: ir.ForOp, uses, lanes: Dict[Value, int]) -> List[Deferral]:
         if len(readers) != 1 or readers[0][0].parent is not body:
             continue
         found = _update(readers[0][0], a, y, uses)
-        if found is None or [u for u, _ in uses.get(y, [])] != [body.terminator]:
+        if found is None or [u for u, _ in uses.get(y, [])] != [body.terminator] or _from_loop(a0):
             continue
         update, red, scale = found
-        if _from_loop(a0):
-            continue
-        cluster = _cluster_bits(red)
-        if lanes.get(a0, ALL_LANES) & cluster or (scale is not None and lanes.get(scale, ALL_LANES) & cluster):
-            continue
-        if any(lanes.get(b, ALL_LANES) & cluster for b in loop.operands[:3]):
-            continue   # (lanes of a cluster that run different numbers of iterations: not one sum)
-        out.append(Deferral(loop, i, update, red))
+        out.append((Deferral(loop, i, update, red), scale))
     return out
+
+
+def _uniform(d: Deferral, scale: Optional[Value], lanes: Dict[Value, int]) -> bool:
+    """Whether the factor, the initial value and the loop's bounds are the same in every lane of a
+    cluster of the reduction."""
+    cluster = _cluster_bits(d.reduce)
+    values = [d.loop.inits[d.index], *d.loop.operands[:3]] + ([scale] if scale is not None else [])
+    # (lanes of a cluster that ran different numbers of iterations would not add one sum per iteration)
+    return not any(lanes.get(v, ALL_LANES) & cluster for v in values)
 
 
 def _from_loop(v: Value) -> bool:
