@@ -14,13 +14,21 @@ from xekern.tools.isa import compile_isa
 
 
 @xk.jit
-def moves_2d(x_ptr, o_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr, BN: xl.constexpr):
+def placed_tile(x_ptr, M, N, LAY: xl.constexpr, BM: xl.constexpr, BN: xl.constexpr):
+    """The ragged M x N matrix at x_ptr as a BM x BN tile (zeros outside), in layout LAY if given;
+    (the tile, its mask, its row and column indices)."""
     r = xl.arange(0, BM)
     c = xl.arange(0, BN)
     m = (r[:, None] < M) & (c[None, :] < N)
-    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0.0)
+    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0)
     if LAY is not None:
         x = xl.convert_layout(x, LAY)
+    return x, m, r, c
+
+
+@xk.jit
+def moves_2d(x_ptr, o_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr, BN: xl.constexpr):
+    x, m, r, c = placed_tile(x_ptr, M, N, LAY, BM, BN)
     out = o_ptr + (r[:, None] * N + c[None, :]) * 4
     xl.store(out, xl.cumsum(x, AXIS), mask=m)
     xl.store(out + 1, xl.cumsum(x, AXIS, reverse=True), mask=m)
@@ -156,12 +164,7 @@ def test_cat_and_topk_take_positions(backend, rng, axis, k):
 @xk.jit
 def reductions_2d(x_ptr, s_ptr, m_ptr, M, N, AXIS: xl.constexpr, LAY: xl.constexpr, BM: xl.constexpr,
                   BN: xl.constexpr):
-    r = xl.arange(0, BM)
-    c = xl.arange(0, BN)
-    m = (r[:, None] < M) & (c[None, :] < N)
-    x = xl.load(x_ptr + r[:, None] * N + c[None, :], mask=m, other=0)
-    if LAY is not None:
-        x = xl.convert_layout(x, LAY)
+    x = placed_tile(x_ptr, M, N, LAY, BM, BN)[0]
     k = xl.arange(0, BN if AXIS == 0 else BM)
     xl.store(s_ptr + k, xl.sum(x, AXIS))
     xl.store(m_ptr + k, xl.max(x, AXIS))
