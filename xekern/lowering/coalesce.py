@@ -40,7 +40,7 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
     aligned = Alignment(out, info)
     for op in out.walk():
         if isinstance(op, (ir.LoadGatherOp, ir.StoreScatterOp)):
-            found, base, form = block_runs(op, info, ctx.target.sg_size)
+            found, base, form = block_runs(op, info, ctx.target.sg_size, ctx.emitter.one_row_runs)
             if found:
                 op.attrs["block_runs"] = found
                 if aligned(base, form, found, op):
@@ -48,7 +48,7 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
     return out
 
 
-def block_runs(op, info: LaneAffine, sg: int) -> tuple:
+def block_runs(op, info: LaneAffine, sg: int, one_row: bool = False) -> tuple:
     """(the runs of ``op``'s slots one block message each can move (empty: none), the uniform base
     pointer, the offsets' form)."""
     td = op.operands[0] if isinstance(op, ir.LoadGatherOp) else op.operands[1]
@@ -67,7 +67,7 @@ def block_runs(op, info: LaneAffine, sg: int) -> tuple:
         if form is None or f is None or len(f) != len(form):
             return (), None, None
         form = add_forms(form, f)
-    return tuple(runs(form, sg)), td.op.operands[0], form
+    return tuple(runs(form, sg, (8, 4, 2, 1) if one_row else (8, 4, 2))), td.op.operands[0], form
 
 
 class Alignment:

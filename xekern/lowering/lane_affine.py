@@ -43,9 +43,12 @@ class LaneAffine:
         self.sg = sg
         self._uniform: Dict[Value, bool] = {}
         self._form: Dict[Value, Optional[Form]] = {}
-        self._ivs = {op.iv for op in func.walk() if isinstance(op, ir.ForOp)}
+        loops = [op for op in func.walk() if isinstance(op, ir.ForOp)]
+        self._ivs = {op.iv for op in loops}
+        self._carried = {arg: (op, i) for op in loops for i, arg in enumerate(op.iter_args)}
         self._args = set(func.args)
         self.atoms: Dict[int, Value] = {}   # id -> the uniform scalar a polynomial's atom stands for
+        self._fresh = 0                     # the last atom made for one slot of a tile (negative ids)
 
     # ---- uniform scalars -------------------------------------------------------------------------
     def uniform(self, v: Value) -> bool:
@@ -55,6 +58,8 @@ class LaneAffine:
             op = v.op
             if v in self._args or v in self._ivs:
                 got = True
+            elif v in self._carried:
+                got = self._carried_uniform(v, *self._carried[v])
             elif op is None or isinstance(getattr(v.type, "shape", None), tuple):
                 got = False
             elif isinstance(op, _UNIFORM_SOURCES):
@@ -65,6 +70,23 @@ class LaneAffine:
                 got = False
             self._uniform[v] = got
         return got
+
+    def _carried_uniform(self, v: Value, loop: ir.ForOp, i: int) -> bool:
+        """A scalar a loop carries is uniform when its initial value is and the value yielded for it
+        is, taking it as uniform (then it is in every iteration). What was decided meanwhile on that
+        assumption is forgotten when it fails."""
+        if isinstance(v.type, ir.VectorType) or not self.uniform(loop.inits[i]):
+            return False
+        body = loop.body.ops
+        if not body or not body[-1].IS_TERMINATOR:
+            return False
+        before = set(self._uniform)
+        self._uniform[v] = True
+        if self.uniform(body[-1].operands[i]):
+            return True
+        for key in set(self._uniform) - before:
+            del self._uniform[key]
+        return False
 
     # ---- forms ---------------------------------------------------------------------------------
     def form(self, v: Value) -> Optional[Form]:
@@ -91,6 +113,8 @@ class LaneAffine:
             return self._scalar(poly({(): val}))
         if isinstance(op, ir.LaneIdOp):
             return self._scalar((), 1)
+        if op is None and v in self._carried and is_vec:
+            return self._carried_form(v, *self._carried[v])
         if not is_vec and self.uniform(v):
             if isinstance(op, ir.BinaryOp) and op.kind in ("addi", "subi", "muli"):
                 f = self._binary(op)           # (keeps sums of uniforms comparable)
@@ -110,8 +134,75 @@ class LaneAffine:
         if isinstance(op, ir.CastOp) and op.kind in ("extsi", "extui", "trunci", "index_cast"):
             return self.form(op.operands[0])
         if isinstance(op, ir.BinaryOp):
-            return self._binary(op)
-        return None
+            f = self._binary(op)
+            if f is not None:
+                return f
+        return self._slotwise_uniform(v)
+
+    def _slotwise_uniform(self, v: Value) -> Optional[Form]:
+        """A tile computed without side effects from tiles the same in every lane slot by slot
+        (``(pid * BM + arange(BM)) % M`` along a tile's rows) is too, each slot an unknown uniform
+        value of its own (an atom no other value shares)."""
+        op = v.op
+        if not isinstance(op, _UNIFORM_IF_OPERANDS) or not isinstance(v.type, ir.VectorType):
+            return None
+        forms = [self.form(x) for x in op.operands]
+        if any(f is None or any(a for _, a in f) for f in forms):
+            return None
+        out = []
+        for _ in range(v.type.shape[0] if v.type.rank == 1 else 0):
+            self._fresh -= 1
+            out.append((poly({(self._fresh,): 1}), 0))
+        return tuple(out) or None
+
+    def _carried_form(self, v: Value, loop: ir.ForOp, i: int) -> Optional[Form]:
+        """A tile a loop carries and steps by a loop-invariant uniform amount (a pointer tile's
+        ``a_ptrs += BLOCK_K * stride``): at iteration ``t`` of a loop from constant ``lb`` in steps
+        of 1 it is ``init + t * delta``, ``t = iv - lb``: the initial form plus a uniform part.
+        Anything else is unknown."""
+        lb, step = (constant_of(self._scalar_poly(x)) for x in (loop.operands[0], loop.operands[2]))
+        yielded = loop.body.ops[-1].operands[i] if loop.body.ops and loop.body.ops[-1].IS_TERMINATOR else None
+        if lb is None or step != 1 or yielded is None:
+            return None
+        init = self.form(loop.inits[i])
+        if yielded is v:
+            return init
+        op = yielded.op
+        if init is None or not (isinstance(op, ir.BinaryOp) and op.kind == "addi" and v in op.operands):
+            return None
+        delta = op.operands[1] if op.operands[0] is v else op.operands[0]
+        step_form = self.form(delta) if self._invariant(delta, loop) else None
+        if step_form is None or any(a for _, a in step_form):
+            return None
+        t = padd(self._scalar_poly(loop.iv), poly({(): lb}), -1)
+        if len(step_form) == 1:
+            step_form = step_form * len(init)
+        if len(step_form) != len(init):
+            return None
+        return tuple((padd(p, pmul(t, q)), a) for (p, a), (q, _) in zip(init, step_form))
+
+    def _scalar_poly(self, v: Value) -> Optional[Poly]:
+        f = self.form(v)
+        return f[0][0] if f is not None and len(f) == 1 and f[0][1] == 0 else None
+
+    def _invariant(self, v: Value, loop: ir.ForOp) -> bool:
+        """Whether ``v`` has the same value in every iteration of ``loop``: defined outside it, or
+        computed inside from such values without side effects (no block argument of it or of a loop
+        in it)."""
+        op = v.op
+        if op is None:   # a block argument: the function's, or of a block around the loop
+            return not self._inside(v.owner, loop) and v not in self._ivs and v not in self._carried
+        if not self._inside(op.parent, loop):
+            return True
+        return not (op.HAS_SIDE_EFFECTS or op.regions) and all(self._invariant(x, loop) for x in op.operands)
+
+    @staticmethod
+    def _inside(block, loop: ir.ForOp) -> bool:
+        while block is not None:
+            if block.parent is loop:
+                return True
+            block = block.parent.parent if block.parent is not None else None
+        return False
 
     def _binary(self, op: ir.BinaryOp) -> Optional[Form]:
         x, y = (self.form(o) for o in op.operands)
@@ -196,7 +287,7 @@ def runs(form: Optional[Form], sg: int, widths=(8, 4, 2)) -> List[Tuple[int, int
             while s + k < n and form[s + k][1] == 1 and \
                     constant_of(padd(form[s + k][0], form[s + k - 1][0], -1)) == sg:
                 k += 1
-        at, rest = s, k
+        at, rest = s, k if form[s][1] == 1 else 0   # (a slot not along the lanes is in no run)
         while rest:
             w = next((w for w in widths if w <= rest), None)
             if w is None:

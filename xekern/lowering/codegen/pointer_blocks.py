@@ -25,7 +25,8 @@ from ...ir.types import DType
 from . import block_io, run_masks
 from .control import counted_loop
 from .core import CodeGen, ScatterDesc, ll_type, mem_type
-from .memory import store_elem, zero
+from .cpu_tiles import lane_index
+from .memory import load_elem, store_elem, zero
 from .ocl import I32, I64
 
 _BROADCAST_LONG = "_Z19sub_group_broadcastlj"   # long sub_group_broadcast(long, uint)
@@ -51,6 +52,15 @@ def run_pointer(cg: CodeGen, d: ScatterDesc, first: int, aligned: bool):
         return p, None
     low = cg.b.and_(cg.b.ptrtoint(p, I64), ll.Constant(I64, block_io.ALIGN_BYTES - 1))
     return p, cg.b.icmp_unsigned("==", low, ll.Constant(I64, 0))
+
+
+def lane_linear(cg: CodeGen, d: ScatterDesc, slot: int):
+    """The address of ``slot`` (a run of one: lane ``l`` at the uniform ``base + l``) as the CPU
+    device's vectorizer recognizes a vector access: lane 0's element, broadcast, plus the lane id
+    in i64 (``cpu_tiles``). Behind the slot's mask it becomes one masked vector load or store
+    instead of one access per lane."""
+    off0 = cg.call(_BROADCAST_LONG, I64, [d.offsets[slot], cg.i32(0)], convergent=True)
+    return cg.gep(cg.gep(d.base, mem_type(d.type.elem), off0), mem_type(d.type.elem), lane_index(cg))
 
 
 def choose(cg: CodeGen, ok, block: Callable[[], List], element: Callable[[], List]) -> List:
@@ -186,6 +196,11 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
     t = d.type.elem
     out = {}
     for first, k in runs:
+        if k == 1:   # (only the CPU emitter's one_row_runs)
+            fill = other[first] if other is not None else zero(t)
+            ptr = lane_linear(cg, d, first)
+            out[first] = cg.masked(masks[first], lambda ptr=ptr: load_elem(cg, ptr, t), fill)
+            continue
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
         # both paths give the run as one vector of k integers, merged by one phi: the slots are its
@@ -205,6 +220,11 @@ def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], mask
     t = d.type.elem
     done = set()
     for first, k in runs:
+        if k == 1:
+            ptr = lane_linear(cg, d, first)
+            cg.masked(masks[first], lambda ptr=ptr: store_elem(cg, vals[first], ptr, t))
+            done.add(first)
+            continue
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
         choose(cg, ok,

@@ -79,7 +79,8 @@ def _slots(t) -> int:
 def _chain(s: ir.StoreScatterOp, block: ir.Block, pos: Dict[Op, int], uses) -> Optional[Chain]:
     runs = s.attrs.get("block_runs")
     n = _slots(s.operands[0].type)
-    if not runs or sorted(x for first, k in runs for x in range(first, first + k)) != list(range(n)):
+    if not runs or sorted(x for first, k in runs for x in range(first, first + k)) != list(range(n)) or \
+            any(k == 1 for _, k in runs):   # (runs of one row: one masked vector access each, pointer_blocks)
         return None
     mask = s.operands[2]
     member: Dict[Op, bool] = {}
