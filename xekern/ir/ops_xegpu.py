@@ -336,7 +336,9 @@ class DpasOp(Op):
     ATTRS = (Attr("precision", str, doc="tf32 for f32 operands"), TILES,
              Attr("flavour", str, ("emitter-decisions",),
                   "builtin: IGC's own DPAS where the emitter would write inline vISA (a loop that computes "
-                  "on other tiles between its products)"))
+                  "on other tiles between its products)"),
+             Attr("fused_dot", tuple, ("emitter-decisions",),
+                  "[group, row, column, k]: one of the DPAS ops a micro-kernel computes together (lowering/fused_dots.py)"))
 
     def __init__(self, a: Value, b: Value, acc: Optional[Value], type: VectorType, loc=None):
         super().__init__([a, b] + ([acc] if acc is not None else []), [type], loc=loc)

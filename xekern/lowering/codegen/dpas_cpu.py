@@ -18,11 +18,11 @@ from ..emitter_decisions import loaded_as_is
 from ..rewrite import PassError
 from .arith import sub_group_shuffle, widen
 from .control import counted_loop
-from .core import CONSTANT, CodeGen, NdDesc, mem_type
-from .cpu_tiles import TileAccess, lane_columns, uniform
-from .memory import lane_base, load_elem, zero
+from .core import CodeGen, NdDesc, mem_type
+from .cpu_tiles import TileAccess, lane_columns, lane_index, uniform
+from .memory import lane_base, load_elem, slm_buffer, store_elem, zero
 from .nd_elementwise import block_shift, branch_values, nd_origin
-from .ocl import F32, I32
+from .ocl import F32, I32, I64
 
 
 def _owners(tile: VectorType, sg: int) -> Dict[Tuple[int, ...], Tuple[int, int]]:
@@ -51,6 +51,8 @@ def dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     owner_a = _owners(ta, sg)
     b_index = {o: s for s, o in enumerate(lane_slot_offsets(tb.layout, tb.shape))}
     ea, eb, ec = ta.elem, tb.elem, tc.elem
+    if op.attrs.get("fused_dot") is not None:
+        return [_fused_dot(cg, op)]
     a_cache = {}
     from_memory = _shared_reader(cg, op, op.operands[0]) if cg.emitter.fused_dpas_loads and loaded_as_is(op, 0) \
         else None
@@ -151,19 +153,89 @@ def _operand_reader(cg: CodeGen, v):
 
 
 def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
-    """DPAS on the CPU device with both operands read from memory, as a loop over K: per step
-    every lane broadcasts A's column element of each row and multiplies it by its own B element
-    (the outer-product micro-kernel: accumulators stay in registers, one vector load of B's row
-    and one broadcast of A per row). When both tiles lie inside their tensors (tested once), the
-    loop reads without bounds checks through lane-linear addresses (``cpu_tiles``), one loop per
-    group of rows whose accumulators fit in registers (``emitter.fma_dot_slots``); the checked
-    loop handles the edges."""
-    (M, K), (_, N) = ta.shape, tb.shape
+    """DPAS on the CPU device with both operands read from memory (``_product``)."""
+    c_offs = lane_slot_offsets(tc.layout, tc.shape)
+    init = list(cg.slots(op.operands[2])) if len(op.operands) > 2 else [zero(tc.elem)] * len(c_offs)
+    return [_product(cg, ta.shape, tb.shape[1], (ta, tb, tc), c_offs, init, read_a, read_b)]
+
+
+def _fused_dot(cg: CodeGen, op: ir.DpasOp) -> List:
+    """The slots of ``op``, one of a group of DPAS ops marked ``fused_dot`` (``lowering/fused_dots``):
+    the group's product is computed once, at its first op, as one micro-kernel over the tile all of
+    them cover (``_product``); the chains' last ops take their blocks of it, the others (whose only
+    use is the next op of their chain) zeros."""
+    group = op.attrs["fused_dot"][0]
+    key = ("fused_dot", id(op.parent), group)
+    results = cg._cache.get(key)
+    if results is None:
+        members = [o for o in op.parent.ops
+                   if isinstance(o, ir.DpasOp) and (o.attrs.get("fused_dot") or (None,))[0] == group]
+        results = cg._cache[key] = _group_product(cg, members)
+    tiles = op.attrs["tiles"]
+    ta, tb, tc = tiles[0], tiles[1], tiles[-1]
+    if results is _ONE_BY_ONE:
+        acc = cg.slots(op.acc) if op.acc is not None else None
+        return _dpas_k_loops(cg, ta, tb, tc, cg.slots(op.operands[0]), cg.slots(op.operands[1]), acc)[0]
+    return results.get(op) or [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
+
+
+_ONE_BY_ONE = {}   # a group whose operands would take too much SLM to stage: its ops go one by one
+# the share of the target's SLM a group's staged operands may take (the kernel's own needs the rest)
+_STAGING_SHARE = 4
+
+
+def _group_product(cg: CodeGen, members: List[ir.DpasOp]) -> Dict[ir.DpasOp, List]:
+    """The product of a ``fused_dot`` group: its chains' last ops -> their slots. Operands read
+    from memory (fused loads) go to ``_product``, operands in registers to ``_k_loops``."""
+    at = {tuple(o.attrs["fused_dot"][1:]): o for o in members}
+    tiles = members[0].attrs["tiles"]
+    ta, tb, tc = tiles[0], tiles[1], tiles[-1]
+    (m, kb), n = ta.shape, tb.shape[1]
+    M, N, K = (max(p[d] for p in at) + size for d, size in enumerate((m, n, kb)))
+    block = lane_slot_offsets(tc.layout, tc.shape)
+    c_offs, init, owners = [], [], []
+    for (r, c, k), start in sorted(at.items()):
+        if k:
+            continue
+        acc = list(cg.slots(start.acc)) if start.acc is not None else [zero(tc.elem)] * len(block)
+        last = at[(r, c, K - kb)]
+        for j, (i, oc) in enumerate(block):
+            c_offs.append((r + i, c + oc))
+            init.append(acc[j])
+            owners.append((last, j))
+    first = at[(0, 0, 0)]
+    if first.operands[0].op is not None and first.operands[0].op.attrs.get("fused"):
+        read_a, read_b = _shared_reader(cg, first, first.operands[0]), _shared_reader(cg, first, first.operands[1])
+        out = _product(cg, (M, K), N, (ta, tb, tc), c_offs, init, read_a, read_b)
+    else:
+        staged = (M * K + K * N) * ta.elem.itemsize * cg.options.num_subgroups
+        if staged > cg.target.slm_bytes // _STAGING_SHARE:
+            return _ONE_BY_ONE
+        a_blocks = {(r // m, k // kb): cg.slots(o.operands[0]) for (r, _, k), o in at.items()}
+        b_blocks = {(k // kb, c // n): cg.slots(o.operands[1]) for (_, c, k), o in at.items()}
+        out = _k_loops(cg, (ta, tb, tc), a_blocks, b_blocks, c_offs, init)
+    results: Dict[ir.DpasOp, List] = {}
+    for (last, j), v in zip(owners, out):
+        results.setdefault(last, [None] * len(block))[j] = v
+    return results
+
+
+def _product(cg: CodeGen, mk: Tuple[int, int], N: int, tiles, c_offs, init, read_a, read_b,
+             inside: bool = False) -> List:
+    """C's slots ``c_offs`` ((row, column offset) per slot, from ``init``) plus the ``mk[0] x mk[1]``
+    by ``mk[1] x N`` product of two tiles read from memory, as a loop over K: per step every lane
+    broadcasts A's column element of each row and multiplies it by its own B element (the
+    outer-product micro-kernel: accumulators stay in registers, one vector load of B's row and one
+    broadcast of A per row). When both tiles lie inside their tensors (tested once), the loop reads
+    without bounds checks through lane-linear addresses (``cpu_tiles``), one loop per group of rows
+    whose accumulators fit in registers (``emitter.fma_dot_slots``); the checked loop handles the
+    edges. ``tiles``: the (A, B, C) blocks of one DPAS, whose layouts hold for the whole product;
+    ``inside``: both tiles are known to lie inside (no test, no checked loop)."""
+    M, K = mk
+    ta, tb, tc = tiles
     b = cg.b
     sg = cg.target.sg_size
-    c_offs = lane_slot_offsets(tc.layout, tc.shape)
     ea, eb, ec = ta.elem, tb.elem, tc.elem
-    init = list(cg.slots(op.operands[2])) if len(op.operands) > 2 else [zero(ec)] * len(c_offs)
     # A's row parts and B's column parts do not change with k: built here, before the branch and the
     # loops, so that they dominate both (and the later DPAS ops of the block that share the readers)
     col = lane_base(cg, tc.layout, tc.shape)[1]
@@ -208,11 +280,13 @@ def _dpas_from_memory(cg: CodeGen, op: ir.DpasOp, ta, tb, tc, read_a, read_b):
         return [out]
 
     if not (lane_columns(tc, sg) and lane_columns(tb, sg) and tb.shape[1] == tc.shape[1]):
-        return by_rows(checked_step)
+        return by_rows(checked_step)[0]
     access_a, access_b = read_a.access, read_b.access
+    if inside:
+        return by_rows(fast_step, (access_a, access_b))[0]
     inside = uniform(cg, b.and_(access_a.inside(M, K), access_b.inside(K, N)))
     return branch_values(cg, inside, lambda: by_rows(fast_step, (access_a, access_b)),
-                          lambda: by_rows(checked_step), names=("dpas.inside", "dpas.edge", "dpas.end"))
+                          lambda: by_rows(checked_step), names=("dpas.inside", "dpas.edge", "dpas.end"))[0]
 
 
 def _row_groups(cg: CodeGen, c_offs, M: int) -> List[List[int]]:
@@ -225,76 +299,88 @@ def _row_groups(cg: CodeGen, c_offs, M: int) -> List[List[int]]:
 
 
 def _dpas_k_loops(cg: CodeGen, ta, tb, tc, a_slots, b_slots, c_slots):
-    """DPAS on the CPU device from operands in registers, as loops over K: the lane's slots of A
-    and B go to private arrays, and constant tables say, per step, which lane holds each row's A
-    element (then a shuffle from it) and which slot holds each of B's columns. The code grows
-    with the tile's rows and columns, not with M x N x K as the unrolled form does (whose size
-    the OpenCL CPU runtime pays for at every build: seconds for one 64 x 64 x 32 dot)."""
-    (M, K), sg = ta.shape, cg.target.sg_size
-    b = cg.b
-    owner_a = _owners(ta, sg)
-    b_index = {o: s for s, o in enumerate(lane_slot_offsets(tb.layout, tb.shape))}
+    """DPAS on the CPU device from operands in registers (``_k_loops`` on one block each)."""
     c_offs = lane_slot_offsets(tc.layout, tc.shape)
-    cols = sorted({oc for _, oc in c_offs})
-    a_arr, b_arr = _private_copy(cg, a_slots, "a"), _private_copy(cg, b_slots, "b")
-    lanes = _table(cg, [owner_a[(i, k)][0] for i in range(M) for k in range(K)])
-    a_at = _table(cg, [owner_a[(i, k)][1] for i in range(M) for k in range(K)])
-    b_at = _table(cg, [b_index[(k, oc)] for k in range(K) for oc in cols])
-    ea, eb, ec = ta.elem, tb.elem, tc.elem
-    init = list(c_slots) if c_slots is not None else [zero(ec)] * len(c_offs)
-
-    def entry(table, index):
-        return b.load(cg.gep(table, I32, index), typ=I32)
-
-    def element(arr, index):
-        return b.load(b.gep(arr, [cg.i32(0), index], inbounds=True))
-
-    def step(offs):
-        def body(k, accs):
-            rows, colv = {}, {}
-            for i, oc in offs:
-                if i not in rows:
-                    at = b.add(cg.i32(i * K), k)
-                    raw = element(a_arr, entry(a_at, at))
-                    rows[i] = _widen_operand(cg, sub_group_shuffle(cg, "idx", raw, entry(lanes, at)), ea)
-                if oc not in colv:
-                    at = b.add(b.mul(k, cg.i32(len(cols))), cg.i32(cols.index(oc)))
-                    colv[oc] = _widen_operand(cg, element(b_arr, entry(b_at, at)), eb)
-            return [_mac(cg, rows[i], colv[oc], acc, ec) for (i, oc), acc in zip(offs, accs)]
-        return body
-
-    out = [None] * len(c_offs)
-    for part in _row_groups(cg, c_offs, M):
-        offs = [c_offs[j] for j in part]
-        after = counted_loop(cg, K, [init[j] for j in part], step(offs), ("dpas.k", "dpas.done"))
-        for j, v in zip(part, after):
-            out[j] = v
-    return [out]
+    init = list(c_slots) if c_slots is not None else [zero(tc.elem)] * len(c_offs)
+    return [_k_loops(cg, (ta, tb, tc), {(0, 0): a_slots}, {(0, 0): b_slots}, c_offs, init)]
 
 
-def _private_copy(cg: CodeGen, slots, which: str):
-    """A private array holding ``slots`` (one alloca per element type, length and operand, shared
-    by the kernel's DPAS ops: each fills it before its loops read it)."""
-    t = ll.ArrayType(slots[0].type, len(slots))
-    arr = cg.cached(("dpas_operand", which, str(t)), lambda: cg.b.alloca(t, name=f"dpas.{which}"))
-    for j, v in enumerate(slots):
-        cg.b.store(v, cg.b.gep(arr, [cg.i32(0), cg.i32(j)], inbounds=True))
-    return arr
+def _k_loops(cg: CodeGen, tiles, a_blocks, b_blocks, c_offs, init) -> List:
+    """C's slots ``c_offs`` ((row, column offset) per slot, from ``init``) plus the product of
+    operands in registers: each lane stores its slots of A's blocks (``a_blocks``: (row block, K
+    block) -> slots) and B's (``(K block, column block)``) where they belong in a row-major copy
+    of the whole A and B in the subgroup's own part of SLM (``_SlmTile``), and ``_product`` reads
+    them back as it reads tiles in global memory: A's elements broadcast, B's rows as vectors. The
+    code grows with the product's rows and columns, not with M x N x K as an unrolled product does.
+    Measured on the OpenCL CPU runtime 2026.2 (tutorial 03's fallback loop, 16 DPAS as one
+    group): the product costs its build 0.25 s this way; read from private arrays at indices
+    from constant tables, with shuffles from the owning lanes (the former form), about 2.2 s.
+    ``tiles``: one DPAS's blocks."""
+    ta, tb, tc = tiles
+    (m, kb), n = ta.shape, tb.shape[1]
+    M, K = (max(key[0] for key in a_blocks) + 1) * m, (max(key[1] for key in a_blocks) + 1) * kb
+    N = (max(key[1] for key in b_blocks) + 1) * n
+    read_a = _SlmTile.staged(cg, ta, a_blocks, (M, K), "a")
+    read_b = _SlmTile.staged(cg, tb, b_blocks, (K, N), "b")
+    cg.call("_Z17sub_group_barrierj", ll.VoidType(), [cg.i32(_CLK_LOCAL_MEM_FENCE)], convergent=True)
+    return _product(cg, (M, K), N, tiles, c_offs, init, read_a, read_b, inside=True)
 
 
-def _table(cg: CodeGen, values: List[int]):
-    """A constant i32 array in OpenCL's constant address space (one per distinct content)."""
-    key = ("dpas_table", tuple(values))
-    g = cg._cache.get(key)
-    if g is None:
-        t = ll.ArrayType(I32, len(values))
-        g = ll.GlobalVariable(cg.module, t, name=cg.module.get_unique_name("dpas.table"), addrspace=CONSTANT)
-        g.global_constant = True
-        g.linkage = "internal"
-        g.initializer = ll.Constant(t, [ll.Constant(I32, v) for v in values])
-        g.type = ll.PointerType(addrspace=CONSTANT)  # (llvmlite's default: a typed pointer; LLVM 22 has none)
-        cg._cache[key] = g
-    return g
+_CLK_LOCAL_MEM_FENCE = 1
+
+
+class _SlmTile:
+    """A row-major ``rows x cols`` tile of the subgroup's own part of an SLM buffer, read the way
+    ``_product`` reads a tile of a tensor (``_operand_reader``): always inside, so the reader and
+    its unchecked ``access`` are the same."""
+
+    def __init__(self, cg: CodeGen, base, cols: int, t: DType):
+        self.cg, self.base, self.cols, self.t = cg, base, cols, t
+        self.access = self
+
+    @classmethod
+    def staged(cls, cg: CodeGen, tile: VectorType, blocks, shape: Tuple[int, int], which: str) -> "_SlmTile":
+        """The tile of ``shape`` whose blocks of ``tile``'s shape the lanes hold (``blocks``:
+        (row block, column block) -> the lane's slots), stored by every lane. The buffer (one per
+        operand, shape and dtype, each subgroup its own part) is shared by the kernel's products:
+        each stores before it reads, in the subgroup's program order."""
+        rows, cols = shape
+        t = tile.elem
+        size = rows * cols * t.itemsize
+        g = cg.cached(("dpas staging", which, shape, t.name),
+                      lambda: slm_buffer(cg, size * cg.options.num_subgroups, "the CPU device's DPAS staging"))
+        b = cg.b
+        base = cg.gep(g, mem_type(t), b.mul(cg.sg_id(), cg.i32(rows * cols)))
+        out = cls(cg, uniform(cg, base), cols, t)
+        linear = lane_columns(tile, cg.target.sg_size)   # lane l holds column l: vector stores
+        lane = None if linear else lane_base(cg, tile.layout, tile.shape)
+        for (br, bc), slots in blocks.items():
+            for v, (i, j) in zip(slots, lane_slot_offsets(tile.layout, tile.shape)):
+                r, c = br * tile.shape[0] + i, bc * tile.shape[1] + j
+                if linear:
+                    ptr = out.address(r, c, lane=True)
+                else:
+                    ptr = out.address(b.add(lane[0], cg.i32(r)), b.add(lane[1], cg.i32(c)))
+                store_elem(cg, v, ptr, t)
+        return out
+
+    def __call__(self, i, j):
+        return load_elem(self.cg, self.address(i, j), self.t)
+
+    def prepare(self, i=None, j=None):
+        """(Nothing to build before the loops: the base is the subgroup's.)"""
+
+    def address(self, i, j, lane: bool = False):
+        """Element (i, j) (ints or non-negative i32 values), plus the lane id along the row when
+        ``lane``: in i64, the lane added last, as the CPU vectorizer wants (``cpu_tiles``)."""
+        cg, b = self.cg, self.cg.b
+        as_i64 = lambda x: ll.Constant(I64, x) if isinstance(x, int) else cg.to_i64(x, signed=False)  # noqa: E731
+        if isinstance(i, int) and isinstance(j, int):
+            off = as_i64(i * self.cols + j)
+        else:
+            off = b.add(b.mul(as_i64(i), ll.Constant(I64, self.cols)), as_i64(j))
+        p = cg.gep(self.base, mem_type(self.t), off)
+        return cg.gep(p, mem_type(self.t), lane_index(cg)) if lane else p
 
 
 def _mac(cg: CodeGen, x, y, acc, ec: DType):

@@ -1,5 +1,5 @@
-"""Memory helpers shared by the rule tables: element loads and stores, zeros, and where a lane's
-slots are, in a tile or in an SLM matrix (@block / @strides layouts)."""
+"""Memory helpers shared by the rule tables: element loads and stores, zeros, SLM buffers, and
+where a lane's slots are, in a tile or in an SLM matrix (@block / @strides layouts)."""
 from __future__ import annotations
 
 from typing import List
@@ -8,7 +8,8 @@ from llvmlite import ir as ll
 
 from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType
-from .core import CodeGen, ll_type, mem_type
+from ..rewrite import PassError
+from .core import LOCAL, CodeGen, ll_type, mem_type
 from .ocl import I1, I8, I32
 
 def load_elem(cg: CodeGen, ptr, t: DType):
@@ -26,6 +27,24 @@ def zero(t: DType):
     if t.is_floating and t.name != "bf16" and not t.is_fp8:
         return ll.Constant(ll_type(t), 0.0)
     return ll.Constant(ll_type(t), 0)
+
+
+def slm_buffer(cg: CodeGen, nbytes: int, who: str, op=None):
+    """A new buffer of ``nbytes`` in the workgroup's shared local memory (a module-level array in
+    OpenCL's local address space, 64-byte aligned), counted in ``cg.slm_bytes``; a clear error when
+    the target has no room (``who`` needs it: "the kernel", ...)."""
+    align = 64
+    cg.slm_bytes = (cg.slm_bytes + align - 1) // align * align + nbytes
+    if cg.slm_bytes > cg.target.slm_bytes:
+        raise PassError(f"{who} needs {cg.slm_bytes} bytes of shared local memory; "
+                        f"{cg.target.name} has {cg.target.slm_bytes} per workgroup", op)
+    t = ll.ArrayType(I8, nbytes)
+    g = ll.GlobalVariable(cg.module, t, name=cg.module.get_unique_name("slm"), addrspace=LOCAL)
+    g.linkage = "internal"
+    g.align = align
+    g.initializer = ll.Constant(t, ll.Undefined)  # SLM cannot be initialized
+    g.type = ll.PointerType(addrspace=LOCAL)  # llvmlite defaults globals to typed pointers; LLVM 22 has none
+    return g
 
 
 def slm_offset(cg: CodeGen, m: MemDescType, coords: List):

@@ -13,7 +13,7 @@ from ..rewrite import PassError
 from . import block_io, pointer_blocks, run_chains, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from ..messages import lane_offsets, origin_multiple_of
-from .memory import load_elem, slm_offset, slot_coords, store_elem, zero
+from .memory import load_elem, slm_buffer, slm_offset, slot_coords, store_elem, zero
 from .ocl import F16, I1, I8, I32, I64
 
 
@@ -204,19 +204,7 @@ def _fail_order(ordering: str) -> str:
 @rule(ir.CreateMemDescOp)
 def _create_mem_desc(cg: CodeGen, op: ir.CreateMemDescOp):
     t: MemDescType = op.result.type
-    nbytes = max(t.nbytes, 1)
-    align = 64
-    cg.slm_bytes = (cg.slm_bytes + align - 1) // align * align + nbytes
-    if cg.slm_bytes > cg.target.slm_bytes:
-        raise PassError(f"the kernel needs {cg.slm_bytes} bytes of shared local memory; "
-                        f"{cg.target.name} has {cg.target.slm_bytes} per workgroup", op)
-    g = ll.GlobalVariable(cg.module, ll.ArrayType(I8, nbytes), name=f"slm{len(cg.module.global_values)}",
-                          addrspace=LOCAL)
-    g.linkage = "internal"
-    g.align = align
-    g.initializer = ll.Constant(ll.ArrayType(I8, nbytes), ll.Undefined)  # SLM cannot be initialized
-    g.type = ll.PointerType(addrspace=LOCAL)  # llvmlite defaults globals to typed pointers; LLVM 22 has none
-    return [SlmMatrix(g, t)]
+    return [SlmMatrix(slm_buffer(cg, max(t.nbytes, 1), "the kernel", op), t)]
 
 
 @rule(ir.MemDescViewOp)
