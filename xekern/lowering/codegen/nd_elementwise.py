@@ -175,10 +175,31 @@ def store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
         store_elem(cg, v, access.address(i, oc, lane=True), t)
     b.branch(done)
     b.position_at_end(edge)
-    if len(vals) <= 16 or not _store_edge_loop(cg, d, origin, tile, vals, t):
-        checked()
+    _store_edge_lanes(cg, d, origin, tile, vals, t)
     b.branch(done)
     b.position_at_end(done)
+
+
+def _store_edge_lanes(cg: CodeGen, d: NdDesc, origin, tile, vals, t) -> None:
+    """The edge of a CPU tile store whose lane ``l`` holds column ``l`` (+ the slot's offset): each
+    slot stored behind its row's and column's bounds test, at lane 0's address broadcast plus the
+    lane id (``TileAccess``), which the CPU vectorizer makes one masked vector store; element
+    addresses it cannot see as consecutive made it 16 scalar stores per slot (tutorial 03a's
+    128 x 128 tile on 8 subgroups: 128 slots per lane)."""
+    b = cg.b
+    access = TileAccess(cg, d, origin)
+    access.prepare()
+    col0 = b.add(origin[1], lane_base(cg, tile.layout, tile.shape)[1])
+    rows, cols = {}, {}
+
+    def within(c, n):
+        return b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, n))
+    for v, (i, oc) in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
+        if i not in rows:
+            rows[i] = within(b.add(origin[0], cg.i32(i)), d.shape[0])
+        if oc not in cols:
+            cols[oc] = within(b.add(col0, cg.i32(oc)), d.shape[1])
+        cg.masked(b.and_(rows[i], cols[oc]), lambda v=v, p=access.address(i, oc, lane=True): store_elem(cg, v, p, t))
 
 
 def _row_runs(cg: CodeGen, d: NdDesc, tile) -> List[Tuple[int, int, int, int]]:
@@ -229,48 +250,6 @@ def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, runs, checked) -
     checked()
     b.branch(done)
     b.position_at_end(done)
-
-
-def _store_edge_loop(cg: CodeGen, d: NdDesc, origin, tile, vals, t) -> bool:
-    """The edge of a large CPU tile store as a loop over its rows: the slots go to a private
-    array, each row stores its columns in bounds. One masked store per slot in straight-line code
-    made the driver's compile take seconds for a 64 x 64 tile. False (nothing emitted) unless the
-    slots are row-major."""
-    b = cg.b
-    offs = lane_slot_offsets(tile.layout, tile.shape)
-    cols = sorted({oc for _, oc in offs})
-    rows = tile.shape[0]
-    if [tuple(o) for o in offs] != [(i, oc) for i in range(rows) for oc in cols]:
-        return False
-    et = vals[0].type
-    arr_t = ll.ArrayType(et, len(vals))
-    with b.goto_block(cg.entry):
-        arr = b.alloca(arr_t)
-    for j, v in enumerate(vals):
-        b.store(v, b.gep(arr, [cg.i32(0), cg.i32(j)]))
-    col0 = b.add(origin[1], lane_base(cg, tile.layout, tile.shape)[1])
-    col_ok = []
-    for oc in cols:
-        c = b.add(col0, cg.i32(oc))
-        col_ok.append((c, b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, d.shape[1]))))
-    pre = b.block
-    loop, end = cg.fn.append_basic_block("store.rows"), cg.fn.append_basic_block("store.rows.end")
-    b.branch(loop)
-    b.position_at_end(loop)
-    i = b.phi(I32)
-    i.add_incoming(cg.i32(0), pre)
-    r = b.add(origin[0], i)
-    row_ok = b.and_(b.icmp_signed(">=", r, cg.i32(0)), b.icmp_signed("<", r, d.shape[0]))
-    row_off = b.mul(cg.to_i64(r), cg.to_i64(d.strides[0]))
-    for n, (c, ok) in enumerate(col_ok):
-        v = b.load(b.gep(arr, [cg.i32(0), b.add(b.mul(i, cg.i32(len(cols))), cg.i32(n))]))
-        ptr = cg.gep(d.base, mem_type(t), b.add(row_off, b.mul(cg.to_i64(c), cg.to_i64(d.strides[1]))))
-        cg.masked(b.and_(row_ok, ok), lambda v=v, p=ptr: store_elem(cg, v, p, t))
-    i1 = b.add(i, cg.i32(1))
-    i.add_incoming(i1, b.block)
-    b.cbranch(b.icmp_signed("<", i1, cg.i32(rows)), loop, end)
-    b.position_at_end(end)
-    return True
 
 
 def slots_as_vector(cg: CodeGen, vals, s: int, n: int, bits: int):
