@@ -40,7 +40,7 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
     aligned = Alignment(out, info)
     for op in out.walk():
         if isinstance(op, (ir.LoadGatherOp, ir.StoreScatterOp)):
-            found, base, form = block_runs(op, info, ctx.target.sg_size, ctx.emitter.one_row_runs)
+            found, base, form = block_runs(op, info, ctx.target.sg_size, ctx.emitter.lane_linear_runs)
             if found:
                 op.attrs["block_runs"] = found
                 if aligned(base, form, found, op):

@@ -89,9 +89,10 @@ class Emitter:
     fused_dpas_loads: bool = False
     # tiles inside the tensor are accessed with lane-linear vector addresses (the CPU device)
     vector_tile_access: bool = False
-    # a pointer tile's slot alone (a run of one row) moves as one block message: on the CPU device
-    # a vector load or store instead of one element per lane (pass coalesce)
-    one_row_runs: bool = False
+    # a pointer tile's block runs (pass coalesce), a slot alone too, go slot by slot as masked accesses
+    # at lane 0's address plus the lane id: the CPU device's vectorizer makes each one vector load or
+    # store, with no block builtin, no test per run and no second path for the runs' edges
+    lane_linear_runs: bool = False
     # operand dtypes whose dot is plain FMAs over the subgroup tile (the CPU has no tf32 engine)
     fma_dot: Tuple[str, ...] = ()
     # at most this many accumulator slots per lane in one FMA K loop (AVX-512: 32 zmm registers, of
@@ -168,7 +169,7 @@ def _cpu(d: Driver, t: Target) -> Emitter:
     # f32 dots as FMAs where the modeled GPU has tf32 DPAS (cpu: pvc); where it has none (cpu8: dg2)
     # they stay an error, as on that GPU
     return Emitter("cpu", ("common", "cpu"), "cpu", d, carry_vectors=False, broadcast_ids=True,
-                   fused_dpas_loads=True, vector_tile_access=True, one_row_runs=True,
+                   fused_dpas_loads=True, vector_tile_access=True, lane_linear_runs=True,
                    fma_dot=("f32",) if "tf32" in t.dpas else (),
                    dpas_k_loops=True, fp_fusion=False)
 

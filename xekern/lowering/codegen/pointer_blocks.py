@@ -55,10 +55,13 @@ def run_pointer(cg: CodeGen, d: ScatterDesc, first: int, aligned: bool):
 
 
 def lane_linear(cg: CodeGen, d: ScatterDesc, slot: int):
-    """The address of ``slot`` (a run of one: lane ``l`` at the uniform ``base + l``) as the CPU
-    device's vectorizer recognizes a vector access: lane 0's element, broadcast, plus the lane id
-    in i64 (``cpu_tiles``). Behind the slot's mask it becomes one masked vector load or store
-    instead of one access per lane."""
+    """The address of ``slot`` of a run (lane ``l`` at the uniform ``base + l``) as the CPU device's
+    vectorizer recognizes a vector access: lane 0's element, broadcast, plus the lane id in i64
+    (``cpu_tiles``). Behind the slot's mask it becomes one masked vector load or store instead of
+    one access per lane (the emitters with ``lane_linear_runs``). Measured on the OpenCL CPU
+    runtime 2026.22: tutorial 05's layer norm builds in 0.7 s, 1.4 s with block reads, a test per
+    run and a slot loop for its edges; tutorial 03's loop as written in 1.6 s, 3.4 s with 16
+    gathers per row of A."""
     off0 = cg.call(_BROADCAST_LONG, I64, [d.offsets[slot], cg.i32(0)], convergent=True)
     return cg.gep(cg.gep(d.base, mem_type(d.type.elem), off0), mem_type(d.type.elem), lane_index(cg))
 
@@ -196,10 +199,10 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
     t = d.type.elem
     out = {}
     for first, k in runs:
-        if k == 1:   # (only the CPU emitter's one_row_runs)
-            fill = other[first] if other is not None else zero(t)
-            ptr = lane_linear(cg, d, first)
-            out[first] = cg.masked(masks[first], lambda ptr=ptr: load_elem(cg, ptr, t), fill)
+        if cg.emitter.lane_linear_runs:
+            for s in range(first, first + k):
+                fill = other[s] if other is not None else zero(t)
+                out[s] = cg.masked(masks[s], lambda ptr=lane_linear(cg, d, s): load_elem(cg, ptr, t), fill)
             continue
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
@@ -220,10 +223,10 @@ def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], mask
     t = d.type.elem
     done = set()
     for first, k in runs:
-        if k == 1:
-            ptr = lane_linear(cg, d, first)
-            cg.masked(masks[first], lambda ptr=ptr: store_elem(cg, vals[first], ptr, t))
-            done.add(first)
+        if cg.emitter.lane_linear_runs:
+            for s in range(first, first + k):
+                cg.masked(masks[s], lambda s=s, ptr=lane_linear(cg, d, s): store_elem(cg, vals[s], ptr, t))
+                done.add(s)
             continue
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)

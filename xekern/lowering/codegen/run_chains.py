@@ -60,6 +60,8 @@ def chains(cg: CodeGen) -> Dict[Op, Chain]:
     go to ``cg.deferred``: the store's rule emits them."""
     def make():
         out: Dict[Op, Chain] = {}
+        if cg.emitter.lane_linear_runs:   # (no test per run to share: pointer_blocks.lane_linear)
+            return out
         uses = ir.users(cg.func)
         for block in [cg.func.body] + [r for o in cg.func.walk() for r in o.regions]:
             pos = {op: i for i, op in enumerate(block.ops)}
@@ -79,8 +81,7 @@ def _slots(t) -> int:
 def _chain(s: ir.StoreScatterOp, block: ir.Block, pos: Dict[Op, int], uses) -> Optional[Chain]:
     runs = s.attrs.get("block_runs")
     n = _slots(s.operands[0].type)
-    if not runs or sorted(x for first, k in runs for x in range(first, first + k)) != list(range(n)) or \
-            any(k == 1 for _, k in runs):   # (runs of one row: one masked vector access each, pointer_blocks)
+    if not runs or sorted(x for first, k in runs for x in range(first, first + k)) != list(range(n)):
         return None
     mask = s.operands[2]
     member: Dict[Op, bool] = {}
