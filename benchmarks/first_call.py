@@ -10,12 +10,11 @@ process: ``import xekern`` and the CPU device are set up first (not counted), th
 from the call to the end of the kernel. Two start states:
 
 * ``cold``: an empty ``XEKERN_CACHE_DIR`` (xekern compiles; the OpenCL driver builds);
-* ``warm``: the same cache a second time (xekern finds the kernel on disk; the driver builds again:
-  the Intel OpenCL CPU runtime keeps no build between processes and dpctl cannot create a program
-  from a binary).
+* ``warm``: the same cache a second time (xekern finds the kernel on disk, and the driver's binary
+  an earlier process kept: ``runtime/program_binaries.py``).
 
 ``own`` is xekern's compile (frontend to SPIR-V), ``driver`` the OpenCL driver's build of the
-SPIR-V, ``run`` what is left (argument copies, the launch, the kernel). The load average is
+SPIR-V (warm: of the kept binary), ``run`` what is left (argument copies, the launch, the kernel). The load average is
 printed: figures taken while other work runs are noise.
 """
 from __future__ import annotations

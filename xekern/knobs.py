@@ -18,6 +18,7 @@
 | ``XEKERN_EMITTER`` | chosen per kernel | how GPU code is emitted: ``visa``, ``spirv-ext``, ``igc-builtins`` (``lowering/emitters.py``); unset: the best one the target and the driver take |
 | ``XEKERN_KERNEL_CACHE_SIZE`` | ``256`` | compiled specializations each kernel keeps in memory (least recently used dropped first) |
 | ``XEKERN_DRIVER_REFS`` | ``1`` | ``0`` keeps the OpenCL references dpctl 0.22 leaks per build (``runtime/driver_refs.py``) |
+| ``XEKERN_DRIVER_BINARIES`` | ``1`` | ``0`` makes every process build kernels from SPIR-V, instead of the OpenCL driver's binaries kept in the disk cache (``runtime/program_binaries.py``) |
 """
 from __future__ import annotations
 
@@ -79,6 +80,10 @@ def ocl_icd() -> Optional[str]:
 
 def driver_refs() -> bool:
     return _flag("XEKERN_DRIVER_REFS", True)
+
+
+def driver_binaries() -> bool:
+    return _flag("XEKERN_DRIVER_BINARIES", True)
 
 
 def driver() -> Optional[str]:

@@ -6,9 +6,9 @@ Codegen's rules follow these marks; this pass decides them from the lane IR and 
 * ``fused = true`` on a 2-D ``load_nd`` whose every use is a DPAS that reads its operands from
   memory itself (emitters with ``fused_dpas_loads``, the CPU device's micro-kernel): the load's
   register copy is never built;
-* ``fused_dot = [group, row, column, k]`` on the DPAS ops of a block that read the same two fused
-  loads' descriptors and tile one subgroup's product: the micro-kernel computes them together
-  (``fused_dots.py``);
+* ``fused_dot = [group, row, column, k]`` on the DPAS ops of a block that tile one subgroup's
+  product (operands all fused loads of the same two descriptors, or all in registers): the CPU
+  micro-kernel computes them together (``fused_dots.py``);
 * ``accumulators = [i, ...]`` on an ``scf.for``: the carried values (by index) that are inline-vISA
   DPAS accumulators only (the visa emitter): the iteration's value goes through a chain of DPAS in
   the body itself (each one's result used by the next one alone) and the chain's end is yielded

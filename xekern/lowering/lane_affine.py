@@ -190,8 +190,8 @@ class LaneAffine:
         computed inside from such values without side effects (no block argument of it or of a loop
         in it)."""
         op = v.op
-        if op is None:   # a block argument: the function's, or of a block around the loop
-            return not self._inside(v.owner, loop) and v not in self._ivs and v not in self._carried
+        if op is None:   # a block argument: of the loop's body or a block in it, or from outside
+            return not self._inside(v.owner, loop)
         if not self._inside(op.parent, loop):
             return True
         return not (op.HAS_SIDE_EFFECTS or op.regions) and all(self._invariant(x, loop) for x in op.operands)

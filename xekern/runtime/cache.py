@@ -25,19 +25,22 @@ MAGIC = b"XEKERN-CACHE-1\n"
 _HDR = struct.Struct("<Q32s")
 
 stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_writes": 0, "corrupt": 0, "evictions": 0,
-         "driver_builds": 0,
+         "driver_builds": 0, "driver_binaries": 0, "binaries_refused": 0, "binary_writes": 0,
          "compile_s": 0.0, "driver_build_s": 0.0}  # seconds in xekern's compiles and in the driver's builds
 
 
 class DiskCache:
-    def __init__(self, root: Optional[str] = None):
+    """The entries of one kind (file ``suffix``; ``writes``: the ``stats`` counter of their writes)."""
+
+    def __init__(self, root: Optional[str] = None, suffix: str = ".xkc", writes: str = "disk_writes"):
         self.root = root or knobs.cache_dir()
+        self.suffix, self.writes = suffix, writes
         self.enabled_by_knob = knobs.disk_cache()
         self.disabled = not self.enabled_by_knob
         self._warned = False
 
     def path(self, key: str) -> str:
-        return os.path.join(self.root, key[:2], key + ".xkc")
+        return os.path.join(self.root, key[:2], key + self.suffix)
 
     def get(self, key: str) -> Optional[Tuple[dict, bytes]]:
         if self.disabled:
@@ -99,7 +102,7 @@ class DiskCache:
                 except OSError:
                     pass
                 raise
-            stats["disk_writes"] += 1
+            stats[self.writes] += 1
         except OSError as e:
             self.disabled = True
             self._warn(f"the kernel cache directory {self.root} is not writable ({e}); kernels are kept in "
@@ -114,7 +117,7 @@ class DiskCache:
         n, size = 0, 0
         for dirpath, _, files in os.walk(self.root):
             for f in files:
-                if f.endswith(".xkc"):
+                if f.endswith(self.suffix):
                     n += 1
                     try:
                         size += os.path.getsize(os.path.join(dirpath, f))
@@ -132,16 +135,18 @@ class DiskCache:
         return n
 
 
-_cache: Optional[DiskCache] = None
+_caches = {}
 
 
-def disk_cache() -> DiskCache:
-    """The process's disk cache (re-created when ``XEKERN_CACHE_DIR`` changes)."""
-    global _cache
+def disk_cache(suffix: str = ".xkc", writes: str = "disk_writes") -> DiskCache:
+    """The process's disk cache of compiled kernels, or of the entries of another ``suffix`` in the
+    same directories (the OpenCL driver's binaries, ``.xkb``: ``program_binaries``); re-created when
+    ``XEKERN_CACHE_DIR`` or ``XEKERN_CACHE`` changes. ``clear`` removes every kind."""
     root = knobs.cache_dir()
-    if _cache is None or _cache.root != root or _cache.enabled_by_knob != knobs.disk_cache():
-        _cache = DiskCache(root)
-    return _cache
+    c = _caches.get(suffix)
+    if c is None or c.root != root or c.enabled_by_knob != knobs.disk_cache():
+        c = _caches[suffix] = DiskCache(root, suffix, writes)
+    return c
 
 
 _fingerprint: Optional[str] = None

@@ -186,8 +186,10 @@ class DriverRejected(LaunchError):
 
 
 def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
-    """A launchable kernel from SPIR-V (the driver's compile happens here). ``grf_mode`` (128/256,
-    ``Compiled.grf_mode``) becomes the GPU driver's register-file option; CPU devices have no GRF."""
+    """A launchable kernel from SPIR-V: the driver's compile happens here, or on an OpenCL device
+    its binary kept in the disk cache by an earlier process is loaded (``program_binaries``).
+    ``grf_mode`` (128/256, ``Compiled.grf_mode``) becomes the GPU driver's register-file option;
+    CPU devices have no GRF."""
     dp = dpctl()
     prog_mod = dp.program
     make = getattr(prog_mod, "create_program_from_spirv", None)
@@ -195,17 +197,25 @@ def build_kernel(queue, spirv: bytes, name: str, grf_mode=None):
         import dpctl.compiler as comp  # type: ignore
         make = comp.create_kernel_bundle_from_spirv
     copts = grf_copts(queue.sycl_device, grf_mode)
-    t0 = time.perf_counter()
-    try:
-        prog = make(queue, spirv, copts) if copts else make(queue, spirv)
-    except Exception as e:
-        raise DriverRejected(f"the device driver rejected kernel '{name}'"
-                          f"{f' (options {copts!r})' if copts else ''}: {e}") from None
+    from . import program_binaries
     from .cache import stats
     from .driver_refs import release_leaked
-    stats["driver_builds"] += 1
+    kept = program_binaries.enabled(queue)
+    t0 = time.perf_counter()
+    prog = program_binaries.load(queue, spirv, copts) if kept else None   # a new process's first call
+    if prog is None:
+        try:
+            prog = make(queue, spirv, copts) if copts else make(queue, spirv)
+        except Exception as e:
+            raise DriverRejected(f"the device driver rejected kernel '{name}'"
+                                 f"{f' (options {copts!r})' if copts else ''}: {e}") from None
+        stats["driver_builds"] += 1
+        kernel = prog.get_sycl_kernel(name)
+        if kept:
+            program_binaries.save(queue, spirv, copts, kernel)
+    else:
+        kernel = prog.get_sycl_kernel(name)
     stats["driver_build_s"] += time.perf_counter() - t0
-    kernel = prog.get_sycl_kernel(name)
     release_leaked(kernel, queue)  # dpctl 0.22's OpenCL interop would keep 2-3 MiB per program
     return kernel
 
