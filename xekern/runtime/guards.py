@@ -112,14 +112,12 @@ def release(b: Buffer) -> None:
             _pool_bytes += b.mem.nbytes
 
 
-def staged(host_bytes: np.ndarray, g: int) -> np.ndarray:
-    """``host_bytes`` between two filled guards, to copy to the device in one piece."""
-    n = host_bytes.nbytes
-    out = np.empty(g + max(n, 1) + g, np.uint8)
-    out[:g] = PATTERN
-    out[g + n:] = PATTERN
-    out[g:g + n] = host_bytes
-    return out
+def fill(b: "Buffer", host_bytes: np.ndarray, queue) -> None:
+    """``b``'s guards written and ``host_bytes`` copied between them, straight to the device: no
+    staging copy of the data on the host (a large argument's first call pays each copy in time)."""
+    refill(b.mem, b.g, host_bytes.nbytes, queue)
+    if host_bytes.nbytes:
+        queue.memcpy(b.arg, host_bytes, host_bytes.nbytes)
 
 
 def overrun(mem, g: int, nbytes: int, queue, whole: Optional[np.ndarray] = None) -> Optional[Tuple[int, int]]:

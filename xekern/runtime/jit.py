@@ -147,7 +147,7 @@ class _NumpyCopy:
         # the bytes in memory order (C or Fortran): the kernel sees the array's own layout
         data = host.ravel(order="K").view(np.uint8)
         if written:
-            self.buf.mem.copy_from_host(guards.staged(data, self.buf.g))
+            guards.fill(self.buf, data, queue)
         elif host.nbytes:
             self.buf.mem.copy_from_host(data)
 
@@ -155,25 +155,31 @@ class _NumpyCopy:
     def writeable(self) -> bool:
         return self.host.flags.writeable
 
-    def finish(self, kernel: str, writes: Dict[str, str], queue) -> Optional[np.ndarray]:
-        """The device bytes of the array (None: the kernel only read it); LaunchError if the kernel
-        wrote outside it (its guards changed)."""
+    def finish(self, kernel: str, writes: Dict[str, str], queue) -> Optional[object]:
+        """The queue to copy the array's device bytes back with (None: the kernel only read it, its
+        buffer is released); LaunchError if the kernel wrote outside it (its guards changed): the
+        guards alone are read, the data later by ``copy_back``."""
         b = self.buf
         if not b.g:
             guards.release(b)
             return None
-        whole = np.empty(b.mem.nbytes, np.uint8)
-        b.mem.copy_to_host(whole)
-        bad = guards.overrun(b.mem, b.g, b.nbytes, queue, whole)
-        guards.release(b)   # (the launch is over; the next one rewrites it whole)
+        bad = guards.overrun(b.mem, b.g, b.nbytes, queue)
         if bad is not None:
+            guards.release(b)
             raise guards.error(kernel, self.name, "a NumPy array", self.host.dtype, self.host.size, *bad,
                                writes.get(self.name, ""), unchanged=True)
-        return whole[b.g:b.g + b.nbytes]
+        return queue
 
-    def copy_back(self, data: Optional[np.ndarray]) -> None:
-        if data is not None and self.host.nbytes and self.host.flags.writeable:
-            self.host.ravel(order="K").view(np.uint8)[...] = data   # (a view: C- or Fortran-contiguous)
+    def copy_back(self, queue) -> None:
+        """The device bytes straight into the array (a view of it: C- or Fortran-contiguous), then
+        the buffer released (the launch is over; the next one rewrites it whole)."""
+        if queue is None:
+            return
+        b = self.buf
+        if self.host.nbytes and self.host.flags.writeable:
+            queue.memcpy(self.host.ravel(order="K").view(np.uint8), dev.memory_view(b.mem, b.g, b.nbytes, queue),
+                         b.nbytes)
+        guards.release(b)
 
 
 class _DeviceGuard:
