@@ -76,6 +76,13 @@ def load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     tr = bool(op.attrs.get("transpose"))
     t = d.type.elem
     tiles = op.attrs["tiles"]
+    if cg.emitter.vector_tile_access and not tr and len(d.shape) == 2 and \
+            all(lane_columns(tile, cg.target.sg_size) for tile in tiles):
+        out = []
+        for bi, tile in enumerate(tiles):
+            at = [cg.b.add(o, cg.i32(x)) if x else o for o, x in zip(origin, block_shift(op, d, bi))]
+            out.append(_load_lanes(cg, d, at, tile, t))
+        return out
 
     def body():
         out = []
@@ -180,26 +187,43 @@ def store_elementwise(cg: CodeGen, op: ir.StoreNdOp, d: NdDesc) -> None:
     b.position_at_end(done)
 
 
+def _load_lanes(cg: CodeGen, d: NdDesc, origin, tile, t) -> List:
+    """A CPU tile load whose lane ``l`` holds column ``l`` (+ the slot's offset): each slot read
+    behind its bounds test (zero outside, ``_lane_slots``), which the CPU vectorizer makes one
+    masked vector load. Read element by element with clamped addresses instead, a slot took 15
+    instructions and a gather (attention's K and V tiles: most of its 14,000 lines of LLVM IR)."""
+    return [cg.masked(ok, lambda p=p: load_elem(cg, p, t), zero(t)) for ok, p in _lane_slots(cg, d, origin, tile)]
+
+
 def _store_edge_lanes(cg: CodeGen, d: NdDesc, origin, tile, vals, t) -> None:
-    """The edge of a CPU tile store whose lane ``l`` holds column ``l`` (+ the slot's offset): each
-    slot stored behind its row's and column's bounds test, at lane 0's address broadcast plus the
-    lane id (``TileAccess``), which the CPU vectorizer makes one masked vector store; element
-    addresses it cannot see as consecutive made it 16 scalar stores per slot (tutorial 03a's
-    128 x 128 tile on 8 subgroups: 128 slots per lane)."""
+    """The edge of a CPU tile store whose lane ``l`` holds column ``l``: each slot stored behind
+    its bounds test (``_lane_slots``), which the CPU vectorizer makes one masked vector store;
+    element addresses it cannot see as consecutive made it 16 scalar stores per slot (tutorial
+    03a's 128 x 128 tile on 8 subgroups: 128 slots per lane)."""
+    for v, (ok, p) in zip(vals, _lane_slots(cg, d, origin, tile)):
+        cg.masked(ok, lambda v=v, p=p: store_elem(cg, v, p, t))
+
+
+def _lane_slots(cg: CodeGen, d: NdDesc, origin, tile) -> List:
+    """(in bounds, address) of each slot of a 2-D ``tile`` at ``origin`` whose lane ``l`` holds
+    column ``l`` (+ the slot's offset): the row's and the column's tests, each built once, and lane
+    0's address broadcast plus the lane id (``TileAccess``: what the CPU vectorizer takes for a
+    vector access)."""
     b = cg.b
     access = TileAccess(cg, d, origin)
     access.prepare()
     col0 = b.add(origin[1], lane_base(cg, tile.layout, tile.shape)[1])
-    rows, cols = {}, {}
+    rows, cols, out = {}, {}, []
 
     def within(c, n):
         return b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, n))
-    for v, (i, oc) in zip(vals, lane_slot_offsets(tile.layout, tile.shape)):
+    for i, oc in lane_slot_offsets(tile.layout, tile.shape):
         if i not in rows:
             rows[i] = within(b.add(origin[0], cg.i32(i)), d.shape[0])
         if oc not in cols:
             cols[oc] = within(b.add(col0, cg.i32(oc)), d.shape[1])
-        cg.masked(b.and_(rows[i], cols[oc]), lambda v=v, p=access.address(i, oc, lane=True): store_elem(cg, v, p, t))
+        out.append((b.and_(rows[i], cols[oc]), access.address(i, oc, lane=True)))
+    return out
 
 
 def _row_runs(cg: CodeGen, d: NdDesc, tile) -> List[Tuple[int, int, int, int]]:
