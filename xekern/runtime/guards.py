@@ -120,16 +120,12 @@ def fill(b: "Buffer", host_bytes: np.ndarray, queue) -> None:
         queue.memcpy(b.arg, host_bytes, host_bytes.nbytes)
 
 
-def overrun(mem, g: int, nbytes: int, queue, whole: Optional[np.ndarray] = None) -> Optional[Tuple[int, int]]:
+def overrun(mem, g: int, nbytes: int, queue) -> Optional[Tuple[int, int]]:
     """None if both guards are intact, else (bytes written before the start, bytes past the end):
-    how far from the data the furthest changed byte on each side is. ``whole``: the allocation
-    already copied to the host."""
-    if whole is not None:
-        head, tail = whole[:g], whole[g + nbytes:g + nbytes + g]
-    else:
-        head, tail = np.empty(g, np.uint8), np.empty(g, np.uint8)
-        queue.memcpy(head, dev.memory_view(mem, 0, g, queue), g)
-        queue.memcpy(tail, dev.memory_view(mem, g + nbytes, g, queue), g)
+    how far from the data the furthest changed byte on each side is."""
+    head, tail = np.empty(g, np.uint8), np.empty(g, np.uint8)
+    queue.memcpy(head, dev.memory_view(mem, 0, g, queue), g)
+    queue.memcpy(tail, dev.memory_view(mem, g + nbytes, g, queue), g)
     pat = _pattern_bytes(g)
     if head.tobytes() == pat and tail.tobytes() == pat:   # (memcmp: the common case, fast)
         return None
