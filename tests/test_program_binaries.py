@@ -1,37 +1,13 @@
 """The OpenCL driver's build of a kernel kept in the disk cache (``runtime/program_binaries.py``): a
 new process loads the binary instead of building from SPIR-V, with correct results; a binary the
 driver refuses, a damaged entry or ``XEKERN_DRIVER_BINARIES=0`` mean a SPIR-V build as before."""
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-SCRIPT = textwrap.dedent("""
-    import json, sys, warnings
-    sys.path.insert(0, {here!r})
-    import numpy as np
-    import xekern as xk
-    from xekern.runtime.cache import stats
-    from kernels import add_kernel
-    x = np.random.default_rng().standard_normal(1000).astype(np.float32)
-    out = np.full(1000, np.nan, np.float32)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        add_kernel[(8,)](x, x, out, 1000, BLOCK=128)
-    np.testing.assert_array_equal(out, 2 * x)
-    print(json.dumps(dict(stats, warnings=[str(m.message) for m in w])))
-""")
+from test_cache import run as run_add   # (tutorial 01's add in a new process; its stats)
 
 
 def run(cache_dir, **env_extra):
-    env = dict(os.environ, XEKERN_CACHE_DIR=str(cache_dir), XEKERN_DEVICE="opencl:cpu", **env_extra)
-    r = subprocess.run([sys.executable, "-c", SCRIPT.format(here=HERE)], capture_output=True, text=True, env=env,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_add(cache_dir, env_extra)
 
 
 def binaries(cache_dir):
