@@ -3,7 +3,8 @@
     python benchmarks/first_call.py              # every case, cold then warm, median of 1 process each
     python benchmarks/first_call.py --reps 3 --only 03
 
-Each case is one kernel of examples/triton_ports launched once with one configuration (an
+Each case is one kernel of examples/triton_ports (and the flagship attention's forward, from
+examples/attention) launched once with one configuration (an
 autotuned port is called through its ``jit`` function with the configuration named below, so a
 figure is one compile and one driver build, not a tuning sweep). A measurement is a fresh Python
 process: ``import xekern`` and the CPU device are set up first (not counted), then the clock runs
@@ -62,6 +63,11 @@ CASES = {
     "06 attention fwd f16, 1x2x224x64": ("06_fused_attention", """
         q, k, v = (rng.standard_normal((1, 2, 224, 64)).astype(np.float16) for _ in range(3))
         call = lambda: port.attention(q, k, v, False, 0.125)"""),
+    "attention (examples/attention) fwd f16, 1x2x77x64": ("../attention/attention", """
+        q, k, v = (rng.standard_normal((1, 2, 77, 64)).astype(np.float16) for _ in range(3))
+        o, lse2 = np.empty_like(q), np.empty((1, 2, 77), np.float32)
+        config = xk.Config(dict(BM=32, BN=32), num_subgroups=2)
+        call = lambda: port.forward(q, k, v, o, lse2, 0.125, config=config)"""),
 }
 
 SCRIPT = textwrap.dedent("""
