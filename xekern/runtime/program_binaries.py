@@ -27,6 +27,7 @@ SPIR-V build runs as before. ``XEKERN_DRIVER_BINARIES=0`` or ``XEKERN_CACHE=0`` 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import threading
 from typing import Optional
@@ -110,8 +111,9 @@ def key(queue, spirv: bytes, copts: str) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def _host_cpu() -> str:
-    """The host CPU's model and feature flags (a CPU device's binary is code for them)."""
+    """The host CPU's model and feature flags (a CPU device's binary is code for them; read once)."""
     try:
         with open("/proc/cpuinfo") as f:
             lines = [ln for ln in f if ln.startswith(("model name", "flags"))]

@@ -7,7 +7,7 @@ private arrays and tables of their owning lanes, rather than unrolled into M x N
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from llvmlite import ir as ll
 
@@ -46,13 +46,13 @@ def dpas_emulated(cg: CodeGen, op: ir.DpasOp):
     if tb.layout.lane_layout != (1, sg) or tc.layout.lane_layout != (1, sg) or tc.layout.lane_data != (1, 1) \
             or tb.layout.lane_data[1] != 1:
         raise PassError("codegen: dpas operands need B and C spread one column per lane", op)
+    if op.attrs.get("fused_dot") is not None:
+        return [_fused_dot(cg, op)]
     a_slots, b_slots = cg.slots(op.operands[0]), cg.slots(op.operands[1])
     c_slots = cg.slots(op.operands[2]) if len(op.operands) > 2 else None
     owner_a = _owners(ta, sg)
     b_index = {o: s for s, o in enumerate(lane_slot_offsets(tb.layout, tb.shape))}
     ea, eb, ec = ta.elem, tb.elem, tc.elem
-    if op.attrs.get("fused_dot") is not None:
-        return [_fused_dot(cg, op)]
     a_cache = {}
     from_memory = _shared_reader(cg, op, op.operands[0]) if cg.emitter.fused_dpas_loads and loaded_as_is(op, 0) \
         else None
@@ -166,27 +166,27 @@ def _fused_dot(cg: CodeGen, op: ir.DpasOp) -> List:
     use is the next op of their chain) zeros."""
     group = op.attrs["fused_dot"][0]
     key = ("fused_dot", id(op.parent), group)
-    results = cg._cache.get(key)
-    if results is None:
+    if key not in cg._cache:
         members = [o for o in op.parent.ops
                    if isinstance(o, ir.DpasOp) and (o.attrs.get("fused_dot") or (None,))[0] == group]
-        results = cg._cache[key] = _group_product(cg, members)
+        cg._cache[key] = _group_product(cg, members)
+    results = cg._cache[key]
     tiles = op.attrs["tiles"]
     ta, tb, tc = tiles[0], tiles[1], tiles[-1]
-    if results is _ONE_BY_ONE:
+    if results is None:   # (its operands would take too much SLM to stage: the ops go one by one)
         acc = cg.slots(op.acc) if op.acc is not None else None
         return _dpas_k_loops(cg, ta, tb, tc, cg.slots(op.operands[0]), cg.slots(op.operands[1]), acc)[0]
     return results.get(op) or [zero(tc.elem)] * len(lane_slot_offsets(tc.layout, tc.shape))
 
 
-_ONE_BY_ONE = {}   # a group whose operands would take too much SLM to stage: its ops go one by one
 # the share of the target's SLM a group's staged operands may take (the kernel's own needs the rest)
 _STAGING_SHARE = 4
 
 
-def _group_product(cg: CodeGen, members: List[ir.DpasOp]) -> Dict[ir.DpasOp, List]:
+def _group_product(cg: CodeGen, members: List[ir.DpasOp]) -> Optional[Dict[ir.DpasOp, List]]:
     """The product of a ``fused_dot`` group: its chains' last ops -> their slots. Operands read
-    from memory (fused loads) go to ``_product``, operands in registers to ``_k_loops``."""
+    from memory (fused loads) go to ``_product``, operands in registers to ``_k_loops``; None when
+    those would take more than 1 / ``_STAGING_SHARE`` of the target's SLM to stage."""
     at = {tuple(o.attrs["fused_dot"][1:]): o for o in members}
     tiles = members[0].attrs["tiles"]
     ta, tb, tc = tiles[0], tiles[1], tiles[-1]
@@ -210,7 +210,7 @@ def _group_product(cg: CodeGen, members: List[ir.DpasOp]) -> Dict[ir.DpasOp, Lis
     else:
         staged = (M * K + K * N) * ta.elem.itemsize * cg.options.num_subgroups
         if staged > cg.target.slm_bytes // _STAGING_SHARE:
-            return _ONE_BY_ONE
+            return None
         a_blocks = {(r // m, k // kb): cg.slots(o.operands[0]) for (r, _, k), o in at.items()}
         b_blocks = {(k // kb, c // n): cg.slots(o.operands[1]) for (_, c, k), o in at.items()}
         out = _k_loops(cg, (ta, tb, tc), a_blocks, b_blocks, c_offs, init)
