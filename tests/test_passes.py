@@ -232,9 +232,9 @@ def _loop_barriers(sg: str) -> int:
 
 def test_slm_exchanges_in_a_loop_keep_only_the_barriers_they_need():
     """bf16 A^T goes through SLM too (slm-transpose). One exchange per iteration needs both barriers
-    (its matrix is written again at the next iteration's top). With two K steps the second
-    exchange's stores join the first's under one barrier, and one barrier at the body's end keeps
-    the next stores behind every subgroup's loads. A barrier that follows only SLM loads, each taken
+    (its matrix is written again at the next iteration's top). With two or three K steps the
+    later exchanges' stores join the first's under one barrier, and one barrier at the body's end
+    keeps the next stores behind every subgroup's loads. A barrier that follows only SLM loads, each taken
     by a DPAS before it, needs no fence; one between the loads and their DPAS keeps it
     (lowering/slm_barriers.py)."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,
@@ -252,6 +252,12 @@ def test_slm_exchanges_in_a_loop_keep_only_the_barriers_they_need():
     check(two, r"scf.for", r"xegpu.store_matrix %\S+, %(\d+)", r"xegpu.store_matrix", fenced, r"xegpu.load_matrix",
           r"xegpu.dpas", r"xegpu.load_matrix", r"xegpu.dpas", r'gpu.barrier \{memory = "local", no_fence = true\}',
           r"scf.yield")
+    three = stages(k_at_steps, STEPS=3, **sig)["slm-barriers"]
+    assert _loop_barriers(three) == 2 and len(re.findall(fenced, three)) == 1, three
+    # all three exchanges' stores before one fenced barrier, not two by two
+    check(three, r"scf.for", r"xegpu.store_matrix", r"xegpu.store_matrix", r"xegpu.store_matrix", fenced,
+          r"xegpu.load_matrix", r"xegpu.dpas", r"xegpu.load_matrix", r"xegpu.dpas", r"xegpu.load_matrix",
+          r"xegpu.dpas", r'gpu.barrier \{memory = "local", no_fence = true\}', r"scf.yield")
 
 
 @xk.jit
