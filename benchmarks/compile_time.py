@@ -34,9 +34,9 @@ ROOT = os.path.dirname(HERE)
 KERNELS = {
     "pvc gemm bf16 256x256x32 sg32": "gemm_kernel.compile_offline(sig(xl.bfloat16, 256, 256, 32, 2), "
                                      "target='pvc', num_subgroups=32)",
-    # gemm.py's pvc config: two K steps per loop iteration
-    "pvc gemm bf16 256x256x32 sg32 K_UNROLL=2": "gemm_kernel.compile_offline(dict(sig(xl.bfloat16, 256, 256, 32, 2), "
-                                                "K_UNROLL=2), target='pvc', num_subgroups=32)",
+    # gemm.py's pvc config: three K steps per loop iteration
+    "pvc gemm bf16 256x256x32 sg32 K_UNROLL=3": "gemm_kernel.compile_offline(dict(sig(xl.bfloat16, 256, 256, 32, 2), "
+                                                "K_UNROLL=3), target='pvc', num_subgroups=32)",
     "cpu gemm f32 128x128x16 sg8": "gemm_kernel.compile_offline(sig(xl.float32, 128, 128, 16, 0), "
                                    "target='cpu', num_subgroups=8)",
     "cpu gemm bf16 128x128x32 sg8": "gemm_kernel.compile_offline(sig(xl.bfloat16, 128, 128, 32, 0), "

@@ -65,16 +65,20 @@ def test_dg2_configs_on_the_8_wide_model(rng, dtype, which, layout):
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 
 
-UNROLLED = [("bf16", "nn", 150), ("int8", "nt", 150), ("f16", "tn", 96), ("int8", "tn", 200), ("f32", "tt", 33)]
+UNROLLED = [("bf16", "nn", 150, 2), ("int8", "nt", 150, 2), ("f16", "tn", 96, 2), ("int8", "tn", 200, 2),
+            ("f32", "tt", 33, 2), ("bf16", "tn", 150, 3), ("f16", "nn", 100, 3), ("int8", "tn", 200, 3)]
 
 
-@pytest.mark.parametrize("dtype,layout,k", UNROLLED, ids=[f"{d}-{lay}-K{k}" for d, lay, k in UNROLLED])
-def test_two_k_steps_per_iteration(rng, dtype, layout, k):
-    """K_UNROLL=2 (gemm.py's pvc configs): with K not a multiple of 2 * BK the last iteration's second
-    step lies partly or wholly past K, where descriptor loads read zeros; prefetch blocks are 2 * BK
-    wide. K = 96 with BK = 32 is 3 steps: the second half of the last iteration is past K entirely."""
+@pytest.mark.parametrize("dtype,layout,k,unroll", UNROLLED, ids=[f"{d}-{lay}-K{k}-x{u}" for d, lay, k, u in UNROLLED])
+def test_k_steps_per_iteration(rng, dtype, layout, k, unroll):
+    """K_UNROLL steps of BK per iteration (gemm.py's pvc configs: 3, tf32 2): with K not a multiple of
+    K_UNROLL * BK the last iteration's later steps lie partly or wholly past K, where descriptor loads
+    read zeros; prefetch blocks are K_UNROLL * BK wide (4 * BK for 3). K = 96 with BK = 32 and 2 steps:
+    the second half of the last iteration is past K entirely; K = 100 with 3 steps: the second
+    iteration's first step is cut at 4 of 32, its others are past K. tn's A^T passes through SLM once
+    per step, every step's stores under one barrier (lowering/slm_barriers.py)."""
     cfg = config(dtype)
-    cfg = xk.Config(dict(cfg.kwargs, K_UNROLL=2), num_subgroups=cfg.num_subgroups)
+    cfg = xk.Config(dict(cfg.kwargs, K_UNROLL=unroll), num_subgroups=cfg.num_subgroups)
     got, ref = run(rng, 37, 45, k, dtype, layout, cfg=cfg)
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 

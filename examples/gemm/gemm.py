@@ -77,8 +77,11 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
     # K_UNROLL steps of BK per iteration: the loop's own instructions (counter, branch, waits) are
     # shared by more DPAS. A step past K reads zeros (descriptor loads are bounds-checked), so the
     # last iteration may run over the end.
-    # prefetches cover the K_UNROLL steps of an iteration at once (one message per subgroup)
+    # prefetches cover the K_UNROLL steps of an iteration at once (one message per subgroup); block
+    # shapes are powers of 2, so 3 steps prefetch 4 (the fourth is the next iteration's first)
     KP = BK * K_UNROLL
+    if K_UNROLL == 3:
+        KP = BK * 4
     if TRANS_A:
         a_pf = xl.make_tensor_descriptor(a_base, shape=(K, M), strides=(M, 1), block_shape=(KP, BM))
     else:
@@ -87,7 +90,7 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
         b_pf = xl.make_tensor_descriptor(b_base, shape=(N, K), strides=(K, 1), block_shape=(BN, KP))
     else:
         b_pf = xl.make_tensor_descriptor(b_base, shape=(K, N), strides=(N, 1), block_shape=(KP, BN))
-    for k_outer in range(0, K, KP):
+    for k_outer in range(0, K, BK * K_UNROLL):
         if PREFETCH > 0:
             kp = k_outer + PREFETCH * BK
             if TRANS_A:
@@ -142,11 +145,13 @@ def configs_for(dtype: str, target: str):
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:
-        # two K steps per loop iteration (K_UNROLL): with IGC 2.40 the bf16 K loop is then 71.1% dpas on
-        # pvc for nn and tt, 63.4% for nt, 57.7% for tn, whose two SLM exchanges share one fenced barrier
-        # plus one without a fence (`--isa`; bmg: 71.9, 63.4, 61.0)
-        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=32),
-                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=2), num_subgroups=16)]
+        # three K steps per loop iteration (K_UNROLL), sharing the loop's counter, branch and waits: with
+        # IGC 2.40 the bf16 K loop is then 73.8% dpas on pvc for nn and tt, 64.9% for nt, 60.8% for tn,
+        # whose three SLM exchanges share one fenced barrier plus one without a fence (`--isa`; two
+        # steps: 71.1, 63.4, 57.7). tf32 keeps two: with three its tn spills.
+        ku = 2 if dtype == "f32" else 3
+        return [xk.Config(dict(BM=256, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=ku), num_subgroups=32),
+                xk.Config(dict(BM=128, BN=256, BK=bk, GROUP_M=8, PREFETCH=2, K_UNROLL=ku), num_subgroups=16)]
     if dtype == "f32" and target == "cpu":
         # the CPU's f32 dot is an FMA micro-kernel per lane (the cpu emitter's fma_dot): one subgroup per
         # workgroup; its K loops run over groups of rows whose accumulators fit the registers, so a

@@ -31,15 +31,11 @@ DPAS_CYCLES = 8
 DG2 = {"bfloat16": (64, 32, 16, 8), "int8": (8, 32, 32, 4)}   # gemm.py's first dg2 config per dtype
 
 
-def pvc_k_unroll() -> int:
-    """K steps per K-loop iteration of gemm.py's first pvc config (the same for every layout)."""
-    return configs_for("bf16", "pvc")[0].kwargs["K_UNROLL"]
-
-
-def pvc_bk(ab) -> int:
-    """BK of gemm.py's first pvc config for operand dtype ``ab`` (float32: tf32)."""
+def pvc_config(ab, name: str) -> int:
+    """Parameter ``name`` (BK, K_UNROLL) of gemm.py's first pvc config for operand dtype ``ab``
+    (float32: tf32; the same for every layout)."""
     key = {"bfloat16": "bf16", "float16": "f16", "int8": "int8", "float32": "f32"}[ab.user_name]
-    return configs_for(key, "pvc")[0].kwargs["BK"]
+    return configs_for(key, "pvc")[0].kwargs[name]
 
 
 def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
@@ -51,7 +47,7 @@ def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
 
 def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1, compiler=None):
     """One GEMM's K-loop figures; ``k_unroll`` K steps of BK per loop iteration (gemm.py's pvc
-    configs take 2). ``compiler``: the offline compiler (``current``, the default, or ``12504``),
+    configs take 3, tf32 2). ``compiler``: the offline compiler (``current``, the default, or ``12504``),
     which the code is emitted for and compiled by."""
     acc = xl.int32 if ab.is_int else xl.float32
     c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2, k_unroll), target=target,
@@ -83,7 +79,7 @@ def report(compiler=None, targets=("pvc", "bmg", "dg2")):
     from xekern.tools.isa import ocloc_version
     from xekern.tools import toolchain
     rows = []
-    plan = [(t, d, l, 256, 256, pvc_bk(d), 32, 256, pvc_k_unroll())
+    plan = [(t, d, l, 256, 256, pvc_config(d, "BK"), 32, 256, pvc_config(d, "K_UNROLL"))
             for t in targets if t != "dg2"
             for d in (xl.bfloat16, xl.float16, xl.int8, xl.float32) for l in ("nn", "nt", "tn", "tt")]
     if "dg2" in targets:
@@ -96,7 +92,8 @@ def report(compiler=None, targets=("pvc", "bmg", "dg2")):
         return rows
     print(f"flagship GEMM, offline, {version}")
     print("pvc/bmg: 256x256 tile (BK 32, int8 64, float32 as tf32 16), 32 subgroups, 256 GRF, "
-          f"K steps per K-loop iteration {pvc_k_unroll()}; dg2 at gemm.py's dg2 configs "
+          f"K steps per K-loop iteration {pvc_config(xl.bfloat16, 'K_UNROLL')} (tf32 "
+          f"{pvc_config(xl.float32, 'K_UNROLL')}); dg2 at gemm.py's dg2 configs "
           "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'emitter':12} {'GRF':>4} {'spill':>5} {'scratch':>7} | K-loop: "
           f"{'total':>5} {'dpas':>4} {'2Dload':>6} {'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} "
