@@ -89,7 +89,8 @@ def exchanges_of(func: ir.FuncOp) -> Tuple[Dict[Op, Value], List[Tuple[List[Op],
 
 
 def _blocks(func: ir.FuncOp) -> List[Block]:
-    return [func.body] + [r for o in func.walk() for r in o.regions]
+    """Every block of ``func``, its body first, each once (``walk`` starts at ``func`` itself)."""
+    return [r for o in func.walk() for r in o.regions]
 
 
 def _touch(op: Op):
