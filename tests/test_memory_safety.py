@@ -171,6 +171,50 @@ def gather_scatter(x_ptr, idx_ptr, perm_ptr, g_ptr, s_ptr, n, BLOCK: xl.constexp
 
 
 @xk.jit
+def gather_narrow(x_ptr, idx_ptr, g_ptr, n, BLOCK: xl.constexpr):
+    """g[i] = x[idx[i]] for 8- and 16-bit elements, which the CPU emitter reads out of the aligned
+    dword holding each (``Emitter.dword_gathers``); lanes past n carry wild indices."""
+    offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
+    mask = offs < n
+    idx = xl.load(idx_ptr + offs, mask=mask, other=-100000)
+    xl.store(g_ptr + offs, xl.load(x_ptr + idx, mask=mask, other=0), mask=mask)
+
+
+NARROW_LOUD = {"float16": 6e4, "bfloat16": 3e38, "int8": 111, "uint8": 222}
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+@pytest.mark.parametrize("dtype", list(NARROW_LOUD))
+@pytest.mark.parametrize("n", [1, 3, 37, 1001])
+def test_narrow_gathers_take_only_their_element(rng, queue, target, dtype, n):
+    """The first and the last element among the gathered ones, from a buffer whose guards are loud:
+    the dword around an edge element holds guard bytes, which must not reach the result; nor may
+    its neighbours' bytes (every position in a dword is gathered)."""
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    x = rand(rng, n, np.float32).astype(dt) if dt.kind == "V" or dt.name == "bfloat16" else rand(rng, n, dt)
+    if dt.kind == "u":
+        x = rng.integers(0, 255, n, endpoint=True).astype(dt)
+    idx = rng.integers(0, n, n).astype(np.int32)
+    idx[0], idx[-1] = n - 1, 0
+    gx = Guarded(x, queue, loud=NARROW_LOUD[dtype])
+    g = Guarded(poisoned(n, dt), queue)
+    gather_narrow[(xk.cdiv(n, 64) + 1,)](gx.arr, idx, g.arr, n, BLOCK=64, target=target)
+    bits = np.dtype(f"u{dt.itemsize}")
+    np.testing.assert_array_equal(g.read().view(bits), x[idx].view(bits))
+
+
+def test_narrow_gathers_read_dwords_on_the_cpu_only():
+    """The CPU's gather of 16-bit elements loads i32 (one vector gather for the CPU runtime) and no
+    half; a GPU emitter loads the element itself."""
+    sig = dict(x_ptr=xk.pointer(xl.float16), idx_ptr=xk.pointer(xl.int32), g_ptr=xk.pointer(xl.float16),
+               n=xl.int32, BLOCK=64)
+    cpu = gather_narrow.compile_offline(sig, target="cpu").asm["llir_unoptimized"]
+    gpu = gather_narrow.compile_offline(sig, target="pvc").asm["llir_unoptimized"]
+    assert "load i32, ptr addrspace(1)" in cpu and "load half" not in cpu, cpu
+    assert "load half" in gpu, gpu
+
+
+@xk.jit
 def gather_2d(x_ptr, o_ptr, M, N, BM: xl.constexpr, BN: xl.constexpr):
     """A transposing copy of a ragged 2-D tile with a 2-D mask (both edges at once)."""
     rm = xl.program_id(0) * BM + xl.arange(0, BM)

@@ -93,6 +93,12 @@ class Emitter:
     # at lane 0's address plus the lane id: the CPU device's vectorizer makes each one vector load or
     # store, with no block builtin, no test per run and no second path for the runs' edges
     lane_linear_runs: bool = False
+    # a gather of 8- or 16-bit elements reads each lane's element out of the aligned dword that holds
+    # it: the CPU runtime's vectorizer has no narrow gather and makes one scalar load and branch per
+    # lane of each, where a 32-bit gather is one instruction (tutorial 03's loop as written, B's
+    # columns taken modulo N: the driver's build 1.6 -> 0.7 s). The dword never leaves the 4-byte
+    # granule of an element in bounds; the bytes around the element are dropped.
+    dword_gathers: bool = False
     # operand dtypes whose dot is plain FMAs over the subgroup tile (the CPU has no tf32 engine)
     fma_dot: Tuple[str, ...] = ()
     # at most this many accumulator slots per lane in one FMA K loop (AVX-512: 32 zmm registers, of
@@ -169,7 +175,7 @@ def _cpu(d: Driver, t: Target) -> Emitter:
     # f32 dots as FMAs where the modeled GPU has tf32 DPAS (cpu: pvc); where it has none (cpu8: dg2)
     # they stay an error, as on that GPU
     return Emitter("cpu", ("common", "cpu"), "cpu", d, carry_vectors=False, broadcast_ids=True,
-                   fused_dpas_loads=True, vector_tile_access=True, lane_linear_runs=True,
+                   fused_dpas_loads=True, vector_tile_access=True, lane_linear_runs=True, dword_gathers=True,
                    fma_dot=("f32",) if "tf32" in t.dpas else (),
                    dpas_k_loops=True, fp_fusion=False)
 

@@ -394,27 +394,40 @@ class CodeGen:
     def gep(self, base, elem: ll.Type, index):
         return self.b.gep(base, [index], source_etype=elem)
 
-    def masked(self, mask, then: Callable[[], object], otherwise=None):
-        """``mask ? then() : otherwise`` with ``then`` run only where ``mask`` holds (a branch)."""
+    def masked_all(self, mask, then: Callable[[], List], otherwise: List) -> List:
+        """``masked`` for several values behind one branch: ``then()`` returns as many values as
+        ``otherwise`` holds (a phi each). A constant mask needs no branch."""
         if isinstance(mask, ll.Constant) and mask.constant in (1, True):
             return then()
         if isinstance(mask, ll.Constant) and mask.constant in (0, False):
-            return otherwise
+            return list(otherwise)
         cur = self.b.block
         on = self.fn.append_basic_block("on")
         done = self.fn.append_basic_block("done")
         self.b.cbranch(mask, on, done)
         self.b.position_at_end(on)
-        v = then()
+        vals = then()
         end = self.b.block
         self.b.branch(done)
         self.b.position_at_end(done)
-        if v is None or otherwise is None:
+        out = []
+        for v, o in zip(vals, otherwise):
+            phi = self.b.phi(v.type)
+            phi.add_incoming(v, end)
+            phi.add_incoming(o, cur)
+            out.append(phi)
+        return out
+
+    def masked(self, mask, then: Callable[[], object], otherwise=None):
+        """``mask ? then() : otherwise`` with ``then`` run only where ``mask`` holds (a branch);
+        ``otherwise`` None: ``then`` gives no value (a store)."""
+        if otherwise is None:
+            def effect() -> List:
+                then()
+                return []
+            self.masked_all(mask, effect, [])
             return None
-        phi = self.b.phi(v.type)
-        phi.add_incoming(v, end)
-        phi.add_incoming(otherwise, cur)
-        return phi
+        return self.masked_all(mask, lambda: [then()], [otherwise])[0]
 
 
 def f32_to_bf16_bits(x: float) -> int:

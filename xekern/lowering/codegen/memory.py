@@ -10,11 +10,27 @@ from ...ir.layout import lane_slot_offsets, lane_splits
 from ...ir.types import DType, MemDescType, VectorType
 from ..rewrite import PassError
 from .core import LOCAL, CodeGen, ll_type, mem_type
-from .ocl import I1, I8, I32
+from .ocl import I1, I8, I32, I64
 
 def load_elem(cg: CodeGen, ptr, t: DType):
     v = cg.b.load(ptr, typ=mem_type(t), align=max(1, t.itemsize))
     return cg.b.trunc(v, I1) if t.is_bool else v
+
+
+def load_from_dword(cg: CodeGen, ptr, t: DType):
+    """An 8- or 16-bit element read out of the aligned dword that holds it (``Emitter.dword_gathers``):
+    the dword's address is the element's rounded down to 4 bytes, the element its bits at the
+    element's byte offset (little endian)."""
+    space = ptr.type.addrspace
+    addr = cg.b.ptrtoint(ptr, I64)
+    word = cg.b.load(cg.b.inttoptr(cg.b.and_(addr, ll.Constant(I64, -4)), ll.PointerType(I32, space)),
+                     typ=I32, align=4)
+    shift = cg.b.shl(cg.b.trunc(cg.b.and_(addr, ll.Constant(I64, 3)), I32), ll.Constant(I32, 3))
+    v = cg.b.trunc(cg.b.lshr(word, shift), ll.IntType(8 * t.itemsize))
+    if t.is_bool:
+        return cg.b.trunc(v, I1)
+    lt = mem_type(t)
+    return v if lt == v.type else cg.b.bitcast(v, lt)
 
 
 def store_elem(cg: CodeGen, v, ptr, t: DType):

@@ -16,7 +16,7 @@ them (``run_chains``, with the helpers here).
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from llvmlite import ir as ll
 
@@ -198,12 +198,21 @@ def load_runs(cg: CodeGen, d: ScatterDesc, mask: Optional[ir.Value], masks, othe
     starts 16-byte aligned (proved by pass ``coalesce``)."""
     t = d.type.elem
     out = {}
-    for first, k in runs:
-        if cg.emitter.lane_linear_runs:
+    if cg.emitter.lane_linear_runs:
+        # slot by slot, one branch per mask value (loads keep no order): the slots of a lane's row,
+        # or of a mask uniform over the tile, load behind one test. The addresses come first: a
+        # sub-group broadcast may not sit behind a lane's branch.
+        groups: Dict[int, List[int]] = {}
+        for first, k in runs:
             for s in range(first, first + k):
-                fill = other[s] if other is not None else zero(t)
-                out[s] = cg.masked(masks[s], lambda ptr=lane_linear(cg, d, s): load_elem(cg, ptr, t), fill)
-            continue
+                groups.setdefault(id(masks[s]), []).append(s)
+        for slots in groups.values():
+            ptrs = [lane_linear(cg, d, s) for s in slots]
+            fills = [other[s] if other is not None else zero(t) for s in slots]
+            out.update(zip(slots, cg.masked_all(masks[slots[0]], lambda ptrs=ptrs: [load_elem(cg, p, t) for p in ptrs],
+                                                fills)))
+        return out
+    for first, k in runs:
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)
         # both paths give the run as one vector of k integers, merged by one phi: the slots are its
@@ -224,9 +233,20 @@ def store_runs(cg: CodeGen, d: ScatterDesc, vals, mask: Optional[ir.Value], mask
     done = set()
     for first, k in runs:
         if cg.emitter.lane_linear_runs:
-            for s in range(first, first + k):
-                cg.masked(masks[s], lambda s=s, ptr=lane_linear(cg, d, s): store_elem(cg, vals[s], ptr, t))
-                done.add(s)
+            # slot by slot, in order, consecutive slots of one mask value behind one branch
+            at = first
+            while at < first + k:
+                end = at + 1
+                while end < first + k and masks[end] is masks[at]:
+                    end += 1
+                ptrs = [(s, lane_linear(cg, d, s)) for s in range(at, end)]
+
+                def store(ptrs=ptrs):
+                    for s, p in ptrs:
+                        store_elem(cg, vals[s], p, t)
+                cg.masked(masks[at], store)
+                done.update(range(at, end))
+                at = end
             continue
         slots = list(range(first, first + k))
         ptr, ok, p = _test(cg, d, mask, masks, slots, aligned)

@@ -3,7 +3,7 @@ descriptors (gathers, scatters, atomics), and matrices in shared local memory. E
 access is a branch, so a masked-off address is never touched."""
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List
 
 from llvmlite import ir as ll
 
@@ -13,7 +13,7 @@ from ..rewrite import PassError
 from . import block_io, pointer_blocks, run_chains, slm_read
 from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
 from ..messages import lane_offsets, origin_multiple_of
-from .memory import load_elem, slm_buffer, slm_offset, slot_coords, store_elem, zero
+from .memory import load_elem, load_from_dword, slm_buffer, slm_offset, slot_coords, store_elem, zero
 from .ocl import F16, I1, I8, I32, I64
 
 
@@ -62,21 +62,29 @@ def _load_gather(cg: CodeGen, op: ir.LoadGatherOp):
     chunk = d.type.chunk_size
     et = mem_type(t)
 
-    def slot(i: int) -> List:   # slot i's chunk, element by element, each behind its mask
-        p = cg.gep(d.base, et, d.offsets[i])
+    load = load_from_dword if cg.emitter.dword_gathers and t.itemsize < 4 else load_elem
+
+    def loads(slots: List[int]) -> List:   # the slots' chunks, element by element
         vals = []
-        for c in range(chunk):
-            q = p if c == 0 else cg.gep(p, et, ll.Constant(I64, c))
-            k = i * chunk + c
-            fallback = other[k] if other is not None else zero(t)
-            vals.append(cg.masked(masks[i], lambda q=q: load_elem(cg, q, t), fallback))
+        for i in slots:
+            p = cg.gep(d.base, et, d.offsets[i])
+            vals.extend(load(cg, p if c == 0 else cg.gep(p, et, ll.Constant(I64, c)), t) for c in range(chunk))
         return vals
     runs = op.attrs.get("block_runs") or ()
-    got = pointer_blocks.load_runs(cg, d, op.operands[1], masks, other, runs, bool(op.attrs.get("runs_aligned")))
-    out = []
+    got = {s: [v] for s, v in pointer_blocks.load_runs(cg, d, op.operands[1], masks, other, runs,
+                                                       bool(op.attrs.get("runs_aligned"))).items()}
+    # the other slots behind one branch per mask value (loads have no order to keep): a tile whose
+    # mask is the same for many slots (a lane's row, or a uniform test) branches once, not per slot
+    groups: Dict[int, List[int]] = {}
     for i in range(len(d.offsets)):
-        out.extend([got[i]] if i in got else slot(i))
-    return [out]
+        if i not in got:
+            groups.setdefault(id(masks[i]), []).append(i)
+    for slots in groups.values():
+        fallback = [other[i * chunk + c] if other is not None else zero(t) for i in slots for c in range(chunk)]
+        vals = cg.masked_all(masks[slots[0]], lambda slots=slots: loads(slots), fallback)
+        for n, i in enumerate(slots):
+            got[i] = vals[n * chunk:(n + 1) * chunk]
+    return [[v for i in range(len(d.offsets)) for v in got[i]]]
 
 
 @rule(ir.StoreScatterOp)
