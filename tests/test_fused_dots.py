@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import xekern as xk
+import xekern.language as xl
 from conftest import CPU_TARGETS
 from test_block_pointers import matmul_sig, ptr_matmul, run as ptr_run
 from xekern.lowering import fused_dots
@@ -77,5 +78,56 @@ def test_one_group_or_one_by_one_bit_for_bit(target, rng, no_disk_cache, monkeyp
     monkeypatch.setattr(fused_dots, "mark", lambda func, uses: 0)
     alone, asm = _product(target, np.random.default_rng(seed), M, N, K)
     assert "fused_dot" not in asm["emitter-decisions"]
+    np.testing.assert_array_equal(grouped, declined)
+    np.testing.assert_array_equal(grouped, alone)
+
+
+@xk.jit
+def half_x_times_v(x_ptr, v_ptr, o_ptr, M, N, D: xl.constexpr, BM: xl.constexpr, BN: xl.constexpr):
+    """o = (x / 2) @ v, block by block along N: A computed in registers, B a descriptor load read
+    as it lies (attention's P @ V)."""
+    m0 = xl.program_id(0) * BM
+    x_desc = xl.make_tensor_descriptor(x_ptr, shape=(M, N), strides=(N, 1), block_shape=(BM, BN))
+    v_desc = xl.make_tensor_descriptor(v_ptr, shape=(N, D), strides=(D, 1), block_shape=(BN, D))
+    o_desc = xl.make_tensor_descriptor(o_ptr, shape=(M, D), strides=(D, 1), block_shape=(BM, D))
+    acc = xl.zeros((BM, D), xl.float32)
+    for n0 in range(0, N, BN):
+        p = (x_desc.load((m0, n0)) * 0.5).to(xl.float16)
+        acc = xl.dot(p, v_desc.load((n0, 0)), acc)
+    o_desc.store((m0, 0), acc)
+
+
+def _half_x_times_v(target, seed, M, N, D=64):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((M, N)).astype(np.float16)
+    v = rng.standard_normal((N, D)).astype(np.float16)
+    o = np.full((M, D), np.nan, np.float32)
+    kernel = xk.jit(half_x_times_v.fn)   # a fresh kernel: its own in-memory cache
+    kernel[(xk.cdiv(M, 32),)](x, v, o, M, N, D=D, BM=32, BN=32, num_subgroups=2, target=target)
+    want = (x.astype(np.float64) * 0.5) @ v.astype(np.float64)
+    np.testing.assert_allclose(o, want, rtol=2e-3, atol=2e-3 * np.sqrt(N))
+    return o, list(kernel.cache.values())[-1].asm
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS)
+def test_registers_times_memory_is_one_group_bit_for_bit(target, rng, no_disk_cache, monkeypatch):
+    """A in registers, B a descriptor load: B's load is fused (no register copy: the micro-kernel
+    reads it from memory, checked at the tensor's edge, N = 45 cuts the last block) and the DPAS ops
+    of a step form one group that copies only A to SLM. Equal bit for bit to the DPAS ops one by
+    one (each copying its A block) and to a declined group, and close to float64 NumPy."""
+    seed = int(rng.integers(1 << 30))
+    M, N = 37, 45
+    grouped, asm = _half_x_times_v(target, seed, M, N)
+    stage = asm["emitter-decisions"]
+    assert re.search(r"xegpu.load_nd [^\n]*\{fused = true, packed = true", stage), stage
+    groups = _groups(stage)
+    assert len(groups) == 1 and sum(map(len, groups.values())) == stage.count("xegpu.dpas"), stage
+    llir = asm["llir_unoptimized"]
+    assert "dpas.inside" in llir and "dpas.edge" in llir   # (B's tile tested once: unchecked or checked loops)
+    monkeypatch.setattr(dpas_cpu, "_STAGING_SHARE", 1 << 30)
+    declined, _ = _half_x_times_v(target, seed, M, N)
+    monkeypatch.setattr(fused_dots, "mark", lambda func, uses: 0)
+    alone, asm = _half_x_times_v(target, seed, M, N)
+    assert "fused_dot" not in asm["emitter-decisions"] and "fused = true" in asm["emitter-decisions"]
     np.testing.assert_array_equal(grouped, declined)
     np.testing.assert_array_equal(grouped, alone)

@@ -7,8 +7,9 @@ Codegen's rules follow these marks; this pass decides them from the lane IR and 
   memory itself (emitters with ``fused_dpas_loads``, the CPU device's micro-kernel): the load's
   register copy is never built;
 * ``fused_dot = [group, row, column, k]`` on the DPAS ops of a block that tile one subgroup's
-  product (operands all fused loads of the same two descriptors, or all in registers): the CPU
-  micro-kernel computes them together (``fused_dots.py``);
+  product (operands all fused loads of the same two descriptors, all in registers, or A in
+  registers and B fused loads of one descriptor): the CPU micro-kernel computes them together
+  (``fused_dots.py``);
 * ``accumulators = [i, ...]`` on an ``scf.for``: the carried values (by index) that are inline-vISA
   DPAS accumulators only (the visa emitter): the iteration's value goes through a chain of DPAS in
   the body itself (each one's result used by the next one alone) and the chain's end is yielded
@@ -117,14 +118,15 @@ def loaded_as_is(dpas: ir.DpasOp, i: int) -> bool:
 
 
 def fused(op: ir.LoadNdOp, uses) -> bool:
-    """Whether every use of the 2-D load ``op`` is a DPAS that can read it from memory itself."""
+    """Whether every use of the 2-D load ``op`` is a DPAS that can read it from memory itself: one
+    whose operands are both loaded as they are, or whose B operand ``op`` is while its A is in
+    registers (the micro-kernel then copies A to SLM and reads B from memory: attention's P @ V)."""
     if len(op.tdesc.type.shape) != 2:
         return False
-    readers = [u for r in op.results for u, _ in uses.get(r, [])]
-    return bool(readers) and all(
-        isinstance(u, ir.DpasOp) and loaded_as_is(u, 0) and loaded_as_is(u, 1)
-        and u.attrs["tiles"][-1].layout.lane_data == (1, 1) for u in readers) and \
-        all(r in u.operands[:2] for r in op.results for u, _ in uses.get(r, []))
+    uses_of = [(u, i) for r in op.results for u, i in uses.get(r, [])]
+    return bool(uses_of) and all(
+        isinstance(u, ir.DpasOp) and i in (0, 1) and u.attrs["tiles"][-1].layout.lane_data == (1, 1)
+        and loaded_as_is(u, i) and (i == 1 or loaded_as_is(u, 1)) for u, i in uses_of)
 
 
 def accumulators(loop: ir.ForOp, uses, ctx) -> tuple:

@@ -17,7 +17,9 @@ next link alone; the first link takes its accumulator from outside the group). T
   descriptors, at constant offsets from the same positions: the blocks sit where their loads
   say, A's K offset must be B's, and the chains run in increasing K;
 * neither operand a fused load (operands in registers): chains with the same A operands form a
-  row of blocks, chains with the same B operands a column, in chain order.
+  row of blocks, chains with the same B operands a column, in chain order;
+* A in registers, B fused loads of one descriptor (attention's ``P @ V``): placed as the last
+  kind, where B's blocks must lie in memory as their places say (one position plus constants).
 
 Its ops then carry ``fused_dot = [group, row, column, k]``: the op's block in the product, in
 elements. The group is computed where its first op is, so its operands and the accumulators its
@@ -46,8 +48,10 @@ def mark(func: ir.FuncOp, uses) -> int:
     for block in [r for o in func.walk() for r in o.regions]:   # (the function's body first)
         for members, from_memory in _candidates(block):
             placed = _chains(members, uses)
-            if placed is not None and from_memory:
+            if placed is not None and from_memory == "both":
                 placed = _memory_places(placed)
+            elif placed is not None and from_memory == "b" and not _b_where_placed(placed):
+                placed = None
             if placed is not None and _in_order(placed, block):
                 for op, (r, c, k) in placed.items():
                     op.attrs["fused_dot"] = (count, r, c, k)
@@ -55,18 +59,20 @@ def mark(func: ir.FuncOp, uses) -> int:
     return count
 
 
-def _candidates(block: Block) -> List[Tuple[List[ir.DpasOp], bool]]:
-    """The block's DPAS ops by tiles and kind: (ops, operands read from memory). Those reading
-    memory go by their loads' descriptors and transposition too."""
+def _candidates(block: Block) -> List[Tuple[List[ir.DpasOp], str]]:
+    """The block's DPAS ops by tiles and kind: (ops, the operands read from memory: "both", "b" or
+    ""). Those reading memory go by their loads' descriptors and transposition too."""
     by_key: Dict[tuple, List[ir.DpasOp]] = {}
     for op in block.ops:
         if not isinstance(op, ir.DpasOp):
             continue
         fused = [_fused_load(v) for v in op.operands[:2]]
         if all(fused):
-            key = (True, fused[0].tdesc, fused[1].tdesc, _transposed(fused[0]), _transposed(fused[1]))
-        elif not any(fused):
-            key = (False,)
+            key = ("both", fused[0].tdesc, fused[1].tdesc, _transposed(fused[0]), _transposed(fused[1]))
+        elif fused[1] is not None:
+            key = ("b", fused[1].tdesc, _transposed(fused[1]))
+        elif fused[0] is None:
+            key = ("",)
         else:
             continue
         tiles = op.attrs["tiles"]   # (A, B[, the accumulator], C)
@@ -151,6 +157,17 @@ def _memory_places(placed: Dict[ir.DpasOp, Place]) -> Optional[Dict[ir.DpasOp, P
     if any(out[op][2] != placed[op][2] for op in ops) or any(len(b) != 1 for b in blocks.values()):
         return None
     return out
+
+
+def _b_where_placed(placed: Dict[ir.DpasOp, Place]) -> bool:
+    """Whether the fused B operands of a group that ``_chains`` placed lie in memory as their places
+    say: one position plus constants, each block's (K, column) offset from the first block's its
+    place's."""
+    at = {op: _tile_position(op.operands[1]) for op in placed}
+    if any(b is None for b in at.values()) or len({b[0] for b in at.values()}) != 1:
+        return False
+    k0, c0 = (min(b[1][d] for b in at.values()) for d in (0, 1))
+    return all((b[1][0] - k0, b[1][1] - c0) == (placed[op][2], placed[op][1]) for op, b in at.items())
 
 
 def _in_order(placed: Dict[ir.DpasOp, Place], block: Block) -> bool:
