@@ -96,7 +96,7 @@ class Emitter:
     # a gather of 8- or 16-bit elements reads each lane's element out of the aligned dword that holds
     # it: the CPU runtime's vectorizer has no narrow gather and makes one scalar load and branch per
     # lane of each, where a 32-bit gather is one instruction (tutorial 03's loop as written, B's
-    # columns taken modulo N: the driver's build 1.6 -> 0.7 s). The dword never leaves the 4-byte
+    # columns taken modulo N: the driver's build 1.5 -> 1.1 s). The dword never leaves the 4-byte
     # granule of an element in bounds; the bytes around the element are dropped.
     dword_gathers: bool = False
     # operand dtypes whose dot is plain FMAs over the subgroup tile (the CPU has no tf32 engine)
