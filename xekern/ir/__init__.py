@@ -1,7 +1,7 @@
 """xekern's IR: XeGPU-level ops on tiles that carry layouts (seeds 000/001), plus the
 arith/math/vector/scf/gpu ops they need. ``print_func`` gives the stable text form, ``parse_func``
 reads it back."""
-from .core import Block, Builder, IRError, Loc, Op, Value, users
+from .core import Block, Builder, IRError, Loc, Op, Value, blocks, users
 from .layout import Layout, LayoutError, SliceLayout
 from .ops_arith import BinaryOp, CastOp, CmpOp, ConstantOp, FmaOp, InlineAsmOp, SelectOp, UnaryOp, cast_kind
 from .ops_debug import AssertOp, BreakpointOp, PrintOp

@@ -147,6 +147,12 @@ class Op:
         return f"<{self.op_name}>"
 
 
+def blocks(root: "Op") -> List["Block"]:
+    """Every block of ``root`` and of the ops nested in it, each once, outer before inner (a
+    function's body first)."""
+    return [r for o in root.walk() for r in o.regions]
+
+
 def users(root: "Op") -> Dict["Value", List[Tuple["Op", int]]]:
     """Each value an op in ``root`` (``root`` itself and the ops nested in it) reads -> those
     readers with the operand's index, in walk order."""

@@ -45,7 +45,7 @@ def mark(func: ir.FuncOp, uses) -> int:
     """Mark the groups of every block of ``func`` (after its loads are marked ``fused``); returns
     how many groups."""
     count = 0
-    for block in [r for o in func.walk() for r in o.regions]:   # (the function's body first)
+    for block in ir.blocks(func):
         for members, from_memory in _candidates(block):
             placed = _chains(members, uses)
             if placed is not None and from_memory == "both":

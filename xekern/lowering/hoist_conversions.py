@@ -61,7 +61,7 @@ def _hoist_once(func: ir.FuncOp) -> bool:
 def _reuse(func: ir.FuncOp) -> None:
     """A second conversion of the same value to the same type in one block takes the first's result."""
     replace: Dict[Value, Value] = {}
-    for block in [func.body] + [r for o in func.walk() for r in o.regions]:
+    for block in ir.blocks(func):
         seen: Dict[tuple, Op] = {}
         for op in list(block.ops):
             if not isinstance(op, ir.ConvertLayoutOp):

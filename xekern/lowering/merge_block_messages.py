@@ -160,7 +160,7 @@ def _tiles(func: ir.FuncOp) -> List[List[Op]]:
     """The blocks of each cut tile, row-major: the stamped loads of one block of ops, a tile's run
     starting at block index 0 and taking the next loads of the same kind, source and count."""
     out: List[List[Op]] = []
-    for block in [func.body] + [r for o in func.walk() for r in o.regions]:
+    for block in ir.blocks(func):
         open_runs: Dict[tuple, List[Op]] = {}
         for op in block.ops:
             idx = op.attrs.get("block_index") if isinstance(op, (ir.LoadNdOp, ir.LoadMatrixOp)) else None

@@ -66,7 +66,7 @@ def exchanges_of(func: ir.FuncOp) -> Tuple[Dict[Op, Value], List[Tuple[List[Op],
     barrier before the opening one."""
     trailing: Dict[Op, Value] = {}
     exchanges: List[Tuple[List[Op], Op]] = []
-    for block in _blocks(func):
+    for block in ir.blocks(func):
         since, opened = 0, None
         for i, op in enumerate(block.ops):
             if not isinstance(op, ir.BarrierOp):
@@ -86,11 +86,6 @@ def exchanges_of(func: ir.FuncOp) -> Tuple[Dict[Op, Value], List[Tuple[List[Op],
                 opened = None
             since = i + 1
     return trailing, exchanges
-
-
-def _blocks(func: ir.FuncOp) -> List[Block]:
-    """Every block of ``func``, its body first, each once (``walk`` starts at ``func`` itself)."""
-    return [r for o in func.walk() for r in o.regions]
 
 
 def _touch(op: Op):

@@ -34,7 +34,7 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
         return func   # (nothing long enough: no copy)
     out = copy_func(func, ctx)
     uses = ir.users(out)
-    for block in [out.body] + [r for o in out.walk() for r in o.regions]:
+    for block in ir.blocks(out):
         for root in [op for op in block.ops if _root(op)]:
             _strip(block, root, uses)
             uses = ir.users(out)

@@ -63,7 +63,7 @@ def chains(cg: CodeGen) -> Dict[Op, Chain]:
         if cg.emitter.lane_linear_runs:   # (no test per run to share: pointer_blocks.lane_linear)
             return out
         uses = ir.users(cg.func)
-        for block in [cg.func.body] + [r for o in cg.func.walk() for r in o.regions]:
+        for block in ir.blocks(cg.func):
             pos = {op: i for i, op in enumerate(block.ops)}
             for op in block.ops:
                 ch = _chain(op, block, pos, uses) if isinstance(op, ir.StoreScatterOp) else None
