@@ -201,6 +201,7 @@ class InstrCounts:
 
     total: int = 0
     dpas: int = 0
+    dpas_dummy: int = 0            # IGC's no-op dpas (null accumulator, one register as every operand)
     dpas_shapes: Dict[str, int] = field(default_factory=dict)   # "dpas.8x8" -> count
     load_block2d: int = 0
     store_block2d: int = 0
@@ -271,6 +272,14 @@ def _send_kind(ins: Instr) -> Tuple[str, str]:
     return "sends", sfid + ": " + re.sub(r" x\d+$", "", desc)
 
 
+def _dummy_dpas(ins: Instr) -> bool:
+    """A dpas IGC adds on its own before a chain of them on some parts (dg2): a null accumulator and
+    one register as destination and both sources (``dpas.8x8 r20:f null:f r20:bf r20.0:bf``); it
+    computes nothing the kernel uses, so it is not counted as a dpas (it is an instruction)."""
+    ops = [o.split(":")[0].split(".")[0] for o in ins.operands.split()[1:5]]
+    return len(ops) == 4 and ops[1] == "null" and ops[0] == ops[2] == ops[3]
+
+
 def count_instrs(instrs: Sequence[Instr]) -> InstrCounts:
     """Counts by kind of ``instrs`` (a whole kernel or a slice of it)."""
     c = InstrCounts()
@@ -278,7 +287,9 @@ def count_instrs(instrs: Sequence[Instr]) -> InstrCounts:
     for ins in instrs:
         c.total += 1
         base = ins.base
-        if base in ("dpas", "dpasw"):
+        if base in ("dpas", "dpasw") and _dummy_dpas(ins):
+            c.dpas_dummy += 1
+        elif base in ("dpas", "dpasw"):
             c.dpas += 1
             dicts["dpas_shapes"][ins.op] += 1
         elif base in _SENDS:
@@ -338,10 +349,21 @@ def find_loops(text: str) -> List[Loop]:
 
 
 def loop_counts(report: Union["IsaReport", str]) -> Optional[InstrCounts]:
-    """The counts of the innermost loop body (the smallest backward-branch range), or None if the
-    kernel has no loop. ``loop_counts(r).dpas_share`` is the dpas share of a GEMM's K loop."""
+    """The counts of the innermost loop body (the smallest backward-branch range) that holds a
+    dpas, else of the innermost loop; None if the kernel has no loop. ``loop_counts(r).dpas_share``
+    is the dpas share of a GEMM's K loop (on targets without 2D block IO, the loop of the K steps
+    whose tiles lie inside the tensors, pass ``split-edges``: the loop of the last steps after it
+    holds their bounds tests, and per-element loops of its own)."""
+    loop = k_loop(report)
+    return loop.counts if loop is not None else None
+
+
+def k_loop(report: Union["IsaReport", str]) -> Optional[Loop]:
+    """The loop ``loop_counts`` counts, or None."""
     loops = find_loops(report if isinstance(report, str) else report.text)
-    return loops[0].counts if loops else None
+    if not loops:
+        return None
+    return next((lp for lp in loops if lp.counts.dpas), loops[0])
 
 
 # ---- reading ocloc's messages and patch tokens -----------------------------------------------------
