@@ -206,9 +206,13 @@ def test_slm_transpose_of_int8_a():
     # stores (one of 8 dwords on pvc, where they come straight from the VNNI read: test_gemm_isa)
     assert llir.count("@_Z30intel_sub_group_block_read_us8PU3AS3Kt(") >= 1, llir
     assert re.search(r"store <(4|8) x i32> %[^,]+, ptr addrspace\(3\)", llir), llir
-    for target in ("cpu8", "dg2"):   # no 2D block IO: the transposed load stays (element by element)
+    for target in ("cpu8", "dg2"):
+        # no 2D block IO: the stored tile is loaded with per-lane vectors of 4 rows (pair_rows_layout),
+        # packed into VNNI dwords in the lane and exchanged through SLM held as rows of those dwords
         other = stages(k_int8_at, target=target, **INT8_AT)
-        assert "transpose = [1, 0]" in other["slm-transpose"] and "slm_block" not in other["slm-transpose"]
+        check(other["slm-transpose"], r"lane_layout = \[1, 8\], lane_data = \[4, \d\].*-> vector<64x32xi8>",
+              r"vector.transpose", r"xegpu.convert_layout .*\{slm_block = \[1, 4\], slm_strides = \[1, 32\]\}")
+        assert "transpose = [1, 0]" not in other["slm-transpose"]
 
 
 @xk.jit
@@ -232,20 +236,20 @@ def _loop_barriers(sg: str) -> int:
 
 def test_slm_exchanges_in_a_loop_keep_only_the_barriers_they_need():
     """bf16 A^T goes through SLM too (slm-transpose). One exchange per iteration needs both barriers
-    (its matrix is written again at the next iteration's top). With two or three K steps the
-    later exchanges' stores join the first's under one barrier, and one barrier at the body's end
-    keeps the next stores behind every subgroup's loads. A barrier that follows only SLM loads, each taken
-    by a DPAS before it, needs no fence; one between the loads and their DPAS keeps it
-    (lowering/slm_barriers.py)."""
+    (its matrix is written again at the next iteration's top); the second moves to the body's end
+    (nothing after it touches the matrix). With two or three K steps the later exchanges' stores
+    join the first's under one barrier, and one barrier at the body's end keeps the next stores
+    behind every subgroup's loads. A barrier that follows only SLM loads, each taken by a DPAS
+    before it, needs no fence (lowering/slm_barriers.py)."""
     sig = dict(a_ptr=P(xl.bfloat16), b_ptr=P(xl.bfloat16), c_ptr=P(xl.float32), M=I32, N=I32, K=I32,
                BM=32, BN=32, BK=32)
     fenced = r'(?m)gpu.barrier \{(exchange = "\w+", )?memory = "local"\}$'
     one = stages(k_at_steps, STEPS=1, **sig)["slm-barriers"]
     assert "slm_block = [8, 16]" in stages(k_at_steps, STEPS=1, **sig)["slm-transpose"]
     assert _loop_barriers(one) == 2 and one.count("xegpu.store_matrix") >= 1
-    # its second barrier stands between the loads and the dpas that take them: it keeps its fence
-    check(one, r"scf.for", r"xegpu.store_matrix", fenced, r"xegpu.load_matrix", fenced, r"xegpu.dpas", r"scf.yield")
-    assert "no_fence" not in one
+    # its second barrier moves past the dpas that take the loads: then it needs no fence
+    check(one, r"scf.for", r"xegpu.store_matrix", fenced, r"xegpu.load_matrix", r"xegpu.dpas",
+          r'gpu.barrier \{exchange = "close", memory = "local", no_fence = true\}', r"scf.yield")
     two = stages(k_at_steps, STEPS=2, **sig)["slm-barriers"]
     assert _loop_barriers(two) == 2, two
     # store m0; store m1; barrier; load m0; dpas; load m1; dpas; barrier without a fence

@@ -114,7 +114,9 @@ class ConvertLayoutOp(Op):
 
     NAME = "xegpu.convert_layout"
     ATTRS = (USER_LAYOUT, Attr("slm_block", tuple, ("slm-transpose",),
-                                     "store the SLM matrix as contiguous blocks of this shape"))
+                                     "store the SLM matrix as contiguous blocks of this shape"),
+             Attr("slm_strides", tuple, ("slm-transpose",),
+                  "the order of the SLM matrix's blocks, as @strides (the smallest fastest)"))
 
     def __init__(self, src: Value, type: VectorType, loc=None):
         super().__init__([src], [type], loc=loc)

@@ -253,7 +253,11 @@ class LoadNdOp(_NdAccess):
         Attr("transpose", (tuple, NONE)), Attr("transpose_bit_width", (int, NONE)),
         Attr("packed", bool, (FRONTEND, "layout"), "VNNI: K pairs (or quads) packed per lane"),
         Attr("layout", LAYOUT, (FRONTEND, "slm-transpose"), "the layout the user (or slm-transpose) gave"),
-        Attr("fused", bool, ("emitter-decisions",), "read from memory by the DPAS that uses it (no copy)"), TILES)
+        Attr("fused", bool, ("emitter-decisions",), "read from memory by the DPAS that uses it (no copy)"),
+        Attr("inside", bool, ("split-edges",), "inside the tensor at a dword-aligned column, in every iteration "
+             "of its loop: per-lane vector loads, no bounds test"),
+        Attr("column_multiple", int, ("split-edges",), "a number the tensor's width and the tile's column are "
+             "multiples of: a run of columns within such a block lies all inside or all outside"), TILES)
 
     def __init__(self, tdesc: Value, offsets: Sequence[Value], type: VectorType, transpose=None,
                  packed: bool = False, transpose_bit_width: Optional[int] = None, hints=None, loc=None):

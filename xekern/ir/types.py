@@ -277,7 +277,10 @@ class MemDescType(Type):
     """``!xegpu.mem_desc``: a matrix in shared local memory (seed 001).
 
     ``strides`` are the logical strides of each dimension (row-major when None); ``block``
-    stores the matrix as contiguous blocks of that shape (the ``@block`` attribute).
+    stores the matrix as contiguous blocks of that shape (the ``@block`` attribute), in the order
+    ``strides`` gives the dimensions (the smallest stride fastest; row-major when None): a N x K
+    matrix with ``block = [1, 2]``, ``strides = [1, N]`` keeps 16-bit pairs of K consecutive, N
+    pairs per row of pairs (the VNNI rows of pass slm-transpose on targets without 2D block IO).
     """
 
     shape: Tuple[int, ...]
@@ -306,13 +309,26 @@ class MemDescType(Type):
     def nbytes(self) -> int:
         return prod(self.shape) * self.elem.itemsize
 
+    @property
+    def block_strides(self) -> Tuple[int, ...]:
+        """With ``block``: the strides, in blocks, of the grid of blocks (row-major, or in the order
+        of ``strides``, the smallest fastest)."""
+        grid = [s // k for s, k in zip(self.shape, self.block)]
+        order = sorted(range(len(grid)), key=lambda d: self.strides[d]) if self.strides is not None \
+            else list(reversed(range(len(grid))))
+        out, acc = [0] * len(grid), 1
+        for d in order:
+            out[d] = acc
+            acc *= grid[d]
+        return tuple(out)
+
     def offset(self, coords):
         """Element offset of logical ``coords`` under the ``@block`` or ``@strides`` layout: ints, or
         NumPy integer arrays element by element (codegen's ``slm_offset`` builds the same in LLVM IR)."""
         if self.block is not None:
             blk = inner = 0
-            for x, s, k in zip(coords, self.shape, self.block):
-                blk = blk * (s // k) + x // k
+            for x, s, k in zip(coords, self.block_strides, self.block):
+                blk = blk + (x // k) * s
                 inner = inner * k + x % k
             return blk * prod(self.block) + inner
         strides = self.strides if self.strides is not None else self.row_major_strides

@@ -282,14 +282,17 @@ class Splitter(Rewriter):
         # of B's blocks is used by every row of A's and dies, and A's fewer blocks stay live (a
         # subgroup that holds all of B, as attention's whole-row grids give, keeps one column of it)
         order = sorted(sc.indices(), key=lambda ij: (ij[1], ij[0])) if gn > gm else list(sc.indices())
-        out = {}
-        for i, j in order:
-            acc = cp[sc.index((i, j))] if cp is not None else None
-            for k in range(gk):
-                new = self.b.create(ir.DpasOp, ap[sa.index((i, k))], bp[sb.index((k, j))], acc, sc.piece_type)
-                new.attrs.update(op.attrs)
-                acc = new.result
-            out[i, j] = acc
+        # each block's chain over K in turn; on a GPU without 2D block IO, K outermost: the operand
+        # blocks of one K step are loaded one by one next to their DPAS (pass sink-loads), so a
+        # step's blocks die before the next step's are read (dg2's flagship K loop: 1,400 spilled
+        # without it). (The CPU device's DPAS groups, fused_dots, take the chains one by one.)
+        out = {ij: cp[sc.index(ij)] if cp is not None else None for ij in order}
+        k_outer = self.target.kind == "gpu" and not self.target.has_block2d
+        steps = [(k, ij) for k in range(gk) for ij in order] if k_outer else [(k, ij) for ij in order for k in range(gk)]
+        for k, (i, j) in steps:
+            new = self.b.create(ir.DpasOp, ap[sa.index((i, k))], bp[sb.index((k, j))], out[i, j], sc.piece_type)
+            new.attrs.update(op.attrs)
+            out[i, j] = new.result
         return [[out[ij] for ij in sc.indices()]]
 
     def _batched_piece(self, op, cp, a_at, b_at, ci, gk, pa, pb, pc) -> Value:

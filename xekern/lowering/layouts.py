@@ -352,6 +352,32 @@ def vnni_rows_layout(shape: Sequence[int], elem: DType, target: Target, G: int) 
                   lane_data=(pack, 1), order=(1, 0))
 
 
+def pair_rows_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Optional[Layout]:
+    """A cooperative layout of a [rows, cols] tile of sub-32-bit ``elem`` on a target without 2D
+    block IO (dg2): lane ``l`` holds ``32 / bits`` consecutive rows of a run of columns, each row
+    of the run one per-lane vector load of 4 to 16 bytes, so the lane packs the VNNI dwords of its
+    columns itself; the workgroup's lanes share the tile without replication. None when the tile
+    is too small for every lane to hold a dword of each row, or its shape does not split so."""
+    sg = target.sg_size
+    if elem.bits >= 32 or len(shape) != 2:
+        return None
+    pack = 32 // elem.bits
+    rows, cols = shape
+    if rows % pack or rows * cols % (G * sg * pack):
+        return None
+    per_lane = rows * cols // (G * sg * pack)           # columns of each lane's rows, in all
+    for c in (8, 4, 2, 1):                               # columns per row piece, widest first
+        if c > per_lane or c * elem.itemsize > 16 or c * elem.bits < 32 or cols % (sg * c):
+            continue
+        sn = cols // (sg * c)
+        if sn > G or G % sn or rows % (G // sn * pack):
+            continue
+        data = (rows // (G // sn), sg * c)
+        return Layout(sg_layout=(G // sn, sn), sg_data=data, inst_data=data, lane_layout=(1, sg),
+                      lane_data=(pack, c), order=(1, 0))
+    return None
+
+
 def prefetch_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layout:
     """Cooperative prefetch: the workgroup's block split among all subgroups without replication
     where it can be, each piece at most one 2D block message wide."""

@@ -4,14 +4,17 @@
 * ``lane_offsets``: per lane and slot, where in memory the element it holds lies;
 * ``origin_multiple``: how aligned an SLM matrix origin is, in elements;
 * ``slm_contiguous``: whether several DPAS-sized pieces of an SLM matrix are one run of memory in
-  sub-group block order, which one transposed SLM message reads (``codegen/slm_read.py``).
+  sub-group block order, which one transposed SLM message reads (``codegen/slm_read.py``);
+* ``lane_row_runs``: the runs of a memory row each lane of a descriptor tile holds, one per-lane
+  vector message each on targets without 2D block IO (``codegen/nd_elementwise.py``,
+  ``split-edges``).
 """
 from __future__ import annotations
 
 import functools
 import math
 from math import prod
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from ..ir.layout import lane_base, lane_slot_offsets
 from ..ir.terms import known_multiple
@@ -50,12 +53,8 @@ def origin_multiple(m: MemDescType, mult: Sequence[int]) -> int:
         return functools.reduce(math.gcd, (k * s for k, s in zip(mult, strides)))
     if any(k % b for k, b in zip(mult, m.block)):
         return 0
-    radix, acc = [], 1
-    for n in reversed([s // b for s, b in zip(m.shape, m.block)]):
-        radix.append(acc)
-        acc *= n
     bsize = math.prod(m.block)
-    return functools.reduce(math.gcd, (k // b * r * bsize for k, b, r in zip(mult, m.block, reversed(radix))))
+    return functools.reduce(math.gcd, (k // b * r * bsize for k, b, r in zip(mult, m.block, m.block_strides)))
 
 
 def slm_contiguous(m: MemDescType, piece: VectorType, count: int, origin_multiple: int, sg: int) -> bool:
@@ -80,3 +79,28 @@ def slm_contiguous(m: MemDescType, piece: VectorType, count: int, origin_multipl
             if offs != [j * size + s // g * sg * g + lane * g + s % g for s in range(len(offs))]:
                 return False
     return True
+
+
+def lane_row_runs(tile, sg: int, bits: int, transposed: bool) -> List[Tuple[int, int, int, int]]:
+    """For a 2-D descriptor tile of ``bits``-bit elements (in a tensor with unit column stride)
+    whose lanes hold runs of consecutive columns of memory rows (a transposed DPAS B operand: lane
+    ``l`` row ``l``'s K values; the row pairs of ``pair_rows_layout``): the runs as (first slot,
+    row, column, length) relative to the lane's first element, in slot order, each a whole number
+    of dwords (at most 8), starting at a dword in every lane when the tile's origin column does;
+    else [] (also when every run would be one element)."""
+    if bits not in (8, 16, 32) or tile.rank != 2 or tile.layout is None:
+        return []
+    offs = [tuple(reversed(o)) if transposed else tuple(o) for o in lane_slot_offsets(tile.layout, tile.shape)]
+    cols = {lane_base(tile.layout, tile.shape, lane)[0 if transposed else 1] for lane in range(sg)}
+    per, most = 32 // bits, 8 * 32 // bits
+    runs, s = [], 0
+    while s < len(offs):
+        r, c = offs[s]
+        n = 1
+        while s + n < len(offs) and n < most and offs[s + n] == (r, c + n):
+            n += 1
+        if n % per or any((x + c) % per for x in cols):
+            return []
+        runs.append((s, r, c, n))
+        s += n
+    return runs if len(runs) < len(offs) else []

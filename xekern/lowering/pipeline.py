@@ -4,8 +4,9 @@ The compile driver (``xekern/compiler.py``'s ``compile_kernel``) runs them betwe
 codegen, and returns every stage's text (``kernel.asm``) and the SPIR-V.
 
     xegpu ─drop-breakpoints─▶ ─fp-fusion─▶ ─block-pointers─▶ ─surface-rules─▶ ─transpose-loads─▶
-          ─slm-transpose─▶ ─layout─▶ ─narrow-conversions─▶ ─hoist-conversions─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶
-          ─merge-block-messages─▶ ─lane─▶ ─defer-reductions─▶ ─strip-mine─▶ ─coalesce─▶ ─emitter-decisions─▶ ─codegen─▶ llir
+          ─slm-transpose─▶ ─layout─▶ ─narrow-conversions─▶ ─hoist-conversions─▶ ─global-order─▶
+          ─split-edges─▶ ─sg─▶ ─slm-barriers─▶ ─inst─▶ ─merge-block-messages─▶ ─lane─▶
+          ─defer-reductions─▶ ─strip-mine─▶ ─coalesce─▶ ─sink-loads─▶ ─emitter-decisions─▶ ─codegen─▶ llir
           ─LLVM + SPIR-V backend─▶ spirv
 
 Each pass runs at the levels it lists; a function meets a pass at the level it has then (``wg``
@@ -26,7 +27,8 @@ from ..ir.core import IRError
 from ..targets import Target
 from . import (block_pointers, blocking, coalesce, defer_reductions, drop_breakpoints, emitter_decisions, fp_fusion,
                global_order, hoist_conversions, merge_block_messages, narrow_conversions, propagate_layout,
-               sg_to_lane, slm_barriers, slm_transpose, strip_mine, surface_rules, transpose_loads, wg_to_sg)
+               sg_to_lane, sink_loads, slm_barriers, slm_transpose, split_edges, strip_mine, surface_rules, transpose_loads,
+               wg_to_sg)
 from . import emitters
 from .emitters import Emitter
 from .rewrite import PassError
@@ -96,6 +98,7 @@ PASSES: List[Pass] = [
     Pass("narrow-conversions", ("wg",), None, narrow_conversions.run),
     Pass("hoist-conversions", ("wg",), None, hoist_conversions.run),
     Pass("global-order", ("wg",), None, global_order.run),
+    Pass("split-edges", ("wg",), None, split_edges.run),
     Pass("sg", ("wg",), "sg", wg_to_sg.run),
     Pass("slm-barriers", ("sg",), None, slm_barriers.run),
     Pass("inst", ("sg",), "inst", blocking.run),
@@ -104,6 +107,7 @@ PASSES: List[Pass] = [
     Pass("defer-reductions", ("lane",), None, defer_reductions.run),
     Pass("strip-mine", ("lane",), None, strip_mine.run),
     Pass("coalesce", ("lane",), None, coalesce.run),
+    Pass("sink-loads", ("lane",), None, sink_loads.run),
     Pass("emitter-decisions", ("lane",), None, emitter_decisions.run),
 ]
 PASS_NAMES = tuple(p.name for p in PASSES)

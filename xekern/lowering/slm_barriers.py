@@ -55,6 +55,7 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
     drop_redundant(out, trailing)
     drop_final(out, trailing)
     batch(out, exchanges)
+    late_close(out, trailing)
     fenceless(out)
     return out
 
@@ -237,6 +238,25 @@ def _hoisted(ops: List[Op], bar_a: Op, bar_b: Op, stores: List[Op]):
     rest = [op for op in ops if op not in moved and op is not bar_b]
     at = rest.index(bar_a)
     return rest[:at] + moved[::-1] + rest[at:]
+
+
+def late_close(func: ir.FuncOp, trailing: Dict[Op, Value]) -> int:
+    """Move each closing barrier of ``trailing`` at the top level of a loop body down to the body's
+    end when no op after it there touches its matrix or is a barrier: the next stores still wait
+    for every subgroup's loads, and the loads before it may then sink to their DPAS (pass
+    ``sink-loads``) instead of all being read before the barrier. Returns how many moved."""
+    moved = 0
+    for loop in _loops(func):
+        ops = loop.body.ops
+        for bar in [o for o in ops if o in trailing]:
+            i = ops.index(bar)
+            end = len(ops) - (1 if ops[-1].IS_TERMINATOR else 0)
+            rest = ops[i + 1:end]
+            if rest and not any(isinstance(o, ir.BarrierOp) for op in rest for o in op.walk()) and \
+                    not any(_access(op, trailing[bar]) for op in rest):
+                ops.insert(end - 1, ops.pop(i))
+                moved += 1
+    return moved
 
 
 def fenceless(func: ir.FuncOp) -> int:

@@ -21,18 +21,24 @@ becomes
 lane's VNNI dwords are one wide SLM store and each subgroup reads its A fragments back with
 sub-group block reads (on pvc two fragments per transposed read: ``codegen/slm_read.py``). The
 pass runs before layout propagation, which lays out everything else.
-Targets without 2D block IO (dg2, cpu8) keep their element-wise transposed loads; a tile larger
-than the target's ``slm_bytes`` does too.
+
+Targets without 2D block IO (dg2, cpu8) load the stored tile with per-lane vector loads instead
+(``pair_rows_layout``: each lane two (int8: four) consecutive rows of a run of columns, so it packs
+the VNNI dwords of its columns itself), and the SLM matrix holds VNNI rows (``slm_block = [1, 2]``,
+``slm_strides = [1, M]``: row ``p`` holds the dwords of K rows ``2p, 2p+1`` of every column). A
+DPAS A fragment's lane ``j`` holds K pair ``j`` of 8 consecutive rows: 8 consecutive dwords of VNNI
+row ``j``, one 32-byte per-lane SLM load. A tile larger than the target's ``slm_bytes`` keeps its
+element-wise transposed loads.
 """
 from __future__ import annotations
 
 from math import prod
-from typing import Set
+from typing import Optional, Set
 
 from .. import ir
 from ..ir.core import Op
 from ..ir.types import VectorType
-from .layouts import vnni_rows_layout
+from .layouts import pair_rows_layout, vnni_rows_layout
 from .rewrite import Rewriter, STRUCTURED_RULES
 
 
@@ -43,10 +49,19 @@ def needs_slm_transpose(target, elem, fma_dot=()) -> bool:
     by element, and 16-bit words unzipped with two movs per register (the flagship's pvc bf16 tn
     K loop was 25.2% dpas that way, 60.4% through SLM: ``gemm.py --isa``). The untransposed tile
     must load with VNNI 2D block loads. ``fma_dot``: dtypes the emitter computes as FMAs instead."""
-    shape = target.dpas_shape(elem)
+    return slm_route(target, elem, fma_dot) is not None
+
+
+def slm_route(target, elem, fma_dot=()) -> Optional[str]:
+    """How a transposed A operand of ``elem`` is loaded on its way to SLM (``needs_slm_transpose``):
+    ``"block2d"`` (VNNI 2D block loads), ``"rows"`` (per-lane vector loads of row pairs, targets
+    without 2D block IO), or None (no SLM route)."""
+    if target.dpas_shape(elem) is None or elem.name in fma_dot or elem.bits >= 32:
+        return None
     info = target.block2d_for(elem)
-    return (shape is not None and elem.name not in fma_dot and info is not None and info.vnni
-            and elem.bits < 32)
+    if info is not None:
+        return "block2d" if info.vnni else None
+    return None if target.has_block2d else "rows"
 
 
 class SlmTranspose(Rewriter):
@@ -68,7 +83,8 @@ class SlmTranspose(Rewriter):
         dpas = self.target.dpas_shape(t.elem)
         M, K = t.shape
         stored = (K, M)
-        layout = vnni_rows_layout(stored, t.elem, self.target, self.ctx.num_subgroups)
+        rows = slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) == "rows"
+        layout = (pair_rows_layout if rows else vnni_rows_layout)(stored, t.elem, self.target, self.ctx.num_subgroups)
         if layout is None or M % dpas.m or K % dpas.k or prod(t.shape) * t.elem.itemsize > self.target.slm_bytes:
             return self.piecewise(op)
         attrs = {k: v for k, v in op.attrs.items() if k not in ("transpose", "transpose_bit_width")}
@@ -76,7 +92,10 @@ class SlmTranspose(Rewriter):
         raw = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [VectorType(stored, t.elem)], attrs))
         u = self.b(ir.TransposeOp, raw.result, (1, 0), VectorType(t.shape, t.elem))
         cv = self.b.create(ir.ConvertLayoutOp, u, VectorType(t.shape, t.elem))
-        cv.attrs["slm_block"] = (dpas.m, dpas.k)
+        if rows:
+            cv.attrs["slm_block"], cv.attrs["slm_strides"] = (1, 32 // t.elem.bits), (1, M)
+        else:
+            cv.attrs["slm_block"] = (dpas.m, dpas.k)
         return [[cv.result]]
 
 

@@ -114,9 +114,9 @@ class WgToSg(Splitter):
         self._owners[key] = owner
         return owner
 
-    def slm(self, shape, elem, block=None) -> Value:
+    def slm(self, shape, elem, block=None, strides=None) -> Value:
         with self.at_prologue():
-            return self.b(ir.CreateMemDescOp, MemDescType(tuple(shape), elem, block=block))
+            return self.b(ir.CreateMemDescOp, MemDescType(tuple(shape), elem, strides=strides, block=block))
 
     def turn_matrix(self, shape, elem) -> Value:
         """An SLM matrix for a tile move through SLM: two per shape and type, taken in turn, so a
@@ -238,12 +238,14 @@ class WgToSg(Splitter):
     def rule_convert_layout(self, op: ir.ConvertLayoutOp):
         """Through SLM: every subgroup stores its pieces, barrier, loads the pieces of the new layout,
         barrier. ``slm_block`` (set by ``slm-transpose``) stores the matrix as contiguous blocks of
-        that shape, so the loads can be sub-group block reads."""
+        that shape, so the loads can be sub-group block reads; ``slm_strides`` orders the blocks
+        (the VNNI rows a lane reads whole on targets without 2D block IO)."""
         src, res = op.operands[0], op.result
         if src.type.layout == res.type.layout:
             return [self.all(src)]
-        block = op.attrs.get("slm_block")
-        mem = self.slm(res.type.shape, res.type.elem, tuple(block) if block else None)
+        block, strides = op.attrs.get("slm_block"), op.attrs.get("slm_strides")
+        mem = self.slm(res.type.shape, res.type.elem, tuple(block) if block else None,
+                       tuple(strides) if strides else None)
         return self.through_slm(op, src, res, mem, private=True)
 
     def rule_shuffle_tensor(self, op: ir.ShuffleTensorOp):

@@ -319,6 +319,7 @@ def sub_group_shuffle(cg: CodeGen, mode: str, v, lane, nxt=None):
 
 def workgroup_barrier(cg: CodeGen, op) -> None:
     """``barrier(CLK_LOCAL_MEM_FENCE)`` for a barrier that only orders SLM (``memory = "local"``),
-    else with ``CLK_GLOBAL_MEM_FENCE`` too."""
-    flags = 1 if op.attrs.get("memory") == "local" else 3
+    else with ``CLK_GLOBAL_MEM_FENCE`` too; ``barrier(0)`` (no fence: IGC's signal and wait only)
+    for one pass ``slm-barriers`` found needs none (``no_fence``)."""
+    flags = 0 if op.attrs.get("no_fence") else 1 if op.attrs.get("memory") == "local" else 3
     cg.call("_Z7barrierj", ll.VoidType(), [cg.i32(flags)], convergent=True)

@@ -18,7 +18,7 @@ from ...ir.types import DType
 from ..layouts import rows_per_register
 from ..rewrite import PassError
 from ..spirv_asm import is_asm
-from .core import CodeGen, NamedRegister, NdDesc, VecSlots, lazy_slots, ll_type
+from .core import CodeGen, NamedRegister, NdDesc, VecSlots, unpacked
 from .nd_elementwise import load_elementwise, nd_origin
 from .ocl import I32, I64
 
@@ -163,25 +163,6 @@ def surface(cg: CodeGen, d: NdDesc, origin: List, msg_bytes: int = 0):
     base, width, height, pitch, x, y = aligned_region(cg, d, origin, msg_bytes)
     m1 = lambda v: cg.b.sub(v, cg.i32(1))  # noqa: E731
     return [base, m1(width), m1(height), m1(pitch), x, y]
-
-
-def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=None, make_vec=None) -> VecSlots:
-    """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand.
-    Without ``vec``, ``make_vec`` makes it (a vector of ``words`` components, see ``VecSlots``)."""
-    per = count // (vec.type.count if vec is not None else words)
-    bits = t.bits
-
-    def make(i):
-        b = cg.b
-        e = b.extract_element(vec if vec is not None else slots.vec, cg.i32(i // per))
-        v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, (i % per) * bits)), ll.IntType(bits))
-        if v.type.width != bits:
-            v = b.trunc(v, ll.IntType(bits))
-        return v if v.type == ll_type(t) else b.bitcast(v, ll_type(t))
-    if vec is not None:
-        return lazy_slots(cg, vec, count, per, make)
-    slots = VecSlots([None] * count, None, per, make, cg.b, message, make_vec)
-    return slots
 
 
 def load_nd(cg: CodeGen, op: ir.LoadNdOp, read, named=None) -> List:

@@ -146,6 +146,25 @@ def lazy_slots(cg: "CodeGen", vec, count: int, per: int, make) -> VecSlots:
     return VecSlots([None] * count, vec, per, make, cg.b)
 
 
+
+def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=None, make_vec=None) -> VecSlots:
+    """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand.
+    Without ``vec``, ``make_vec`` makes it (a vector of ``words`` components, see ``VecSlots``)."""
+    per = count // (vec.type.count if vec is not None else words)
+    bits = t.bits
+
+    def make(i):
+        b = cg.b
+        e = b.extract_element(vec if vec is not None else slots.vec, cg.i32(i // per))
+        v = e if per == 1 else b.trunc(b.lshr(e, ll.Constant(e.type, (i % per) * bits)), ll.IntType(bits))
+        if v.type.width != bits:
+            v = b.trunc(v, ll.IntType(bits))
+        return v if v.type == ll_type(t) else b.bitcast(v, ll_type(t))
+    if vec is not None:
+        return lazy_slots(cg, vec, count, per, make)
+    slots = VecSlots([None] * count, None, per, make, cg.b, message, make_vec)
+    return slots
+
 @dataclass
 class NdDesc:
     """A 2D (or 1D) block descriptor in registers: base address and the tensor's geometry."""

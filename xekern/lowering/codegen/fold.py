@@ -26,30 +26,30 @@ _ICMP = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b:
 
 
 class FoldingBuilder(ll.IRBuilder):
-    def _fold(self, lhs, rhs, fn, build, name):
+    def _fold(self, lhs, rhs, fn, build, name, flags=()):
         a, b = _int(lhs), _int(rhs)
         if a is not None and b is not None:
             return ll.Constant(lhs.type, fn(a, b) & ((1 << lhs.type.width) - 1))
-        return build(lhs, rhs, name)
+        return build(lhs, rhs, name, flags=flags) if flags else build(lhs, rhs, name)
 
-    def add(self, lhs, rhs, name=""):
+    def add(self, lhs, rhs, name="", flags=()):
         if _int(rhs) == 0:
             return lhs
         if _int(lhs) == 0:
             return rhs
-        return self._fold(lhs, rhs, lambda a, b: a + b, super().add, name)
+        return self._fold(lhs, rhs, lambda a, b: a + b, super().add, name, flags)
 
     def sub(self, lhs, rhs, name=""):
         if _int(rhs) == 0:
             return lhs
         return self._fold(lhs, rhs, lambda a, b: a - b, super().sub, name)
 
-    def mul(self, lhs, rhs, name=""):
+    def mul(self, lhs, rhs, name="", flags=()):
         if _int(rhs) == 1:
             return lhs
         if _int(lhs) == 1:
             return rhs
-        return self._fold(lhs, rhs, lambda a, b: a * b, super().mul, name)
+        return self._fold(lhs, rhs, lambda a, b: a * b, super().mul, name, flags)
 
     def shl(self, lhs, rhs, name=""):
         if _int(rhs) == 0:

@@ -68,14 +68,14 @@ def slm_offset(cg: CodeGen, m: MemDescType, coords: List):
     b = cg.b
     c = lambda v: ll.Constant(I32, v)
     if m.block is not None:
-        nblk = [s // k for s, k in zip(m.shape, m.block)]
         blk, inner = None, None
         bsize = 1
         for k in m.block:
             bsize *= k
-        for d, (x, k) in enumerate(zip(coords, m.block)):
+        for x, k, s in zip(coords, m.block, m.block_strides):
             q, r = b.udiv(x, c(k)), b.urem(x, c(k))
-            blk = q if blk is None else b.add(b.mul(blk, c(nblk[d])), q)
+            q = b.mul(q, c(s)) if s != 1 else q
+            blk = q if blk is None else b.add(blk, q)
             inner = r if inner is None else b.add(b.mul(inner, c(k)), r)
         return b.add(b.mul(blk, c(bsize)), inner)
     strides = m.strides if m.strides is not None else m.row_major_strides

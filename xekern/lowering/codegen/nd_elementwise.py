@@ -2,7 +2,9 @@
 tiles whose layout no block message fits. Each slot's coordinates come from the lane id; loads are
 bounds-checked (zero padding), stores skip out-of-bounds elements. A tile that lies inside the
 tensor is stored without per-element tests where the layout allows vector accesses (the CPU's
-lane columns, ``_store_row_runs`` for lanes that hold rows)."""
+lane columns, ``_store_row_runs`` for lanes that hold rows). A load whose lanes hold runs of a
+memory row (``messages.lane_row_runs``: dg2's transposed DPAS B operand, the row pairs of
+``pair_rows_layout``) reads each run with one per-lane vector message (``_load_lane_runs``)."""
 from __future__ import annotations
 
 from typing import List, Tuple
@@ -12,10 +14,12 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.layout import lane_slot_offsets
 from ...ir.types import VectorType
-from .core import CodeGen, NdDesc, VecSlots, mem_type
+from ..messages import lane_row_runs
+from .core import CodeGen, NdDesc, VecSlots, ll_type, mem_type, unpacked
 from .cpu_tiles import TileAccess, lane_columns, uniform
-from .ocl import F16, F32, I32
+from .ocl import F16, F32, I32, I64
 from .memory import lane_base, load_elem, slot_coords, store_elem, zero
+from .pointer_blocks import slot_loop
 
 
 def nd_origin(cg: CodeGen, d: NdDesc, op) -> List:
@@ -84,6 +88,16 @@ def load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
             out.append(_load_lanes(cg, d, at, tile, t))
         return out
 
+    runs = [_lane_runs(cg, d, tile, tr) for tile in tiles]
+    if all(runs):
+        return _load_lane_runs(cg, op, d, origin, tiles, runs, tr)
+    return _load_checked(cg, op, d, origin, tiles, tr)
+
+
+def _load_checked(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, origin: List, tiles, tr: bool) -> List:
+    """Element by element, each element's address clamped into the tensor and its value selected."""
+    t = d.type.elem
+
     def body():
         out = []
         for bi, tile in enumerate(tiles):
@@ -100,6 +114,215 @@ def load_elementwise(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc) -> List:
     res = branch_values(cg, _nonempty(cg, d), body, [[zero(t)] * len(lane_slot_offsets(tl.layout, tl.shape))
                                                       for tl in tiles])
     return res
+
+
+def _lane_runs(cg: CodeGen, d: NdDesc, tile, tr: bool) -> List[Tuple[int, int, int, int]]:
+    """``messages.lane_row_runs`` of a tile of ``d`` (none unless its column stride is 1)."""
+    stride = d.strides[-1] if len(d.shape) == 2 else None
+    if not (isinstance(stride, ll.Constant) and stride.constant == 1) or d.type.elem.is_bool:
+        return []
+    return lane_row_runs(tile, cg.target.sg_size, d.type.elem.bits, tr)
+
+
+def _load_lane_runs(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, origin: List, tiles, runs, tr: bool) -> List:
+    """Tiles whose lanes hold runs of memory rows (``_lane_runs``): each run is one per-lane vector
+    load (IGC: one ``load.ugm.d32xN`` message of up to 8 dwords per lane, where the element-wise path
+    takes one message per element) where it lies inside the tensor at a dword-aligned place (a test
+    per lane and run, ``_edge_run``; else its elements one by one), with no test at all where pass
+    ``split-edges`` proved the load inside and aligned (``inside = true``). One test per op instead,
+    with the lanes' tests behind it, made the edge's code so large that IGC spilled around the K
+    loop of dg2's flagship GEMM (224). Each tile's slots come as one vector of dwords."""
+    b, t = cg.b, d.type.elem
+    per = 32 // t.bits
+    ats = [[b.add(o, cg.i32(x)) if x else o for o, x in zip(origin, block_shift(op, d, bi))]
+           for bi in range(len(tiles))]
+    words = [len(lane_slot_offsets(tl.layout, tl.shape)) // per for tl in tiles]
+    aligned = None   # (split-edges proved it for the loads it marks)
+    g = op.attrs.get("column_multiple") or 0
+    if per > 1 and not (op.attrs.get("inside") or g):
+        # the base, the row pitch and the origin column in whole dwords
+        lo = b.or_(b.trunc(b.ptrtoint(d.base, I64), I32), b.mul(d.strides[0], cg.i32(t.itemsize)))
+        lo = b.or_(lo, b.mul(origin[1], cg.i32(t.itemsize)))
+        aligned = b.icmp_unsigned("==", b.and_(lo, cg.i32(3)), cg.i32(0))
+
+    def each_run(read):
+        out = []
+        for tile, at, tile_runs in zip(tiles, ats, runs):
+            base = lane_base(cg, tile.layout, tile.shape)
+            base = list(reversed(base)) if tr else base
+            cols = _lane_columns(cg, tile, tr)
+            out.append([_concat(cg, [read(at, base, r, c, n, g and all((x + c) % g + n <= g for x in cols))
+                                     for _, r, c, n in tile_runs])])
+        return out
+
+    def inside(at, base, r, c, n, whole=True):
+        return b.load(_inside_address(cg, d, at, base, r, c), typ=dwords(n // per), align=4)
+
+    def edge(at, base, r, c, n, whole):
+        row, col = (b.add(b.add(o, x), cg.i32(k)) if k else b.add(o, x) for o, x, k in zip(at, base, (r, c)))
+        return _edge_run(cg, d, row, col, n, aligned, lambda: inside(at, base, r, c, n), whole)
+
+    vecs = each_run(inside if op.attrs.get("inside") else edge)
+    return [unpacked(cg, v, k * per, t) if k > 1 else _dword_slots(cg, v, per, t) for (v,), k in zip(vecs, words)]
+
+
+def _lane_columns(cg: CodeGen, tile, tr: bool) -> set:
+    """The columns (in memory) of every lane's first element of ``tile``, relative to its origin."""
+    from ...ir.layout import lane_base as base_of
+    return {base_of(tile.layout, tile.shape, lane)[0 if tr else 1] for lane in range(cg.target.sg_size)}
+
+
+def _dword_slots(cg: CodeGen, v, per: int, t) -> List:
+    """The ``per`` elements of dtype ``t`` in the i32 ``v``, low bits first."""
+    b, it = cg.b, ll.IntType(t.bits)
+    vals = [b.trunc(b.lshr(v, cg.i32(i * t.bits)) if i else v, it) if per > 1 else v for i in range(per)]
+    return [x if x.type == ll_type(t) else b.bitcast(x, ll_type(t)) for x in vals]
+
+
+def _edge_run(cg: CodeGen, d: NdDesc, row, col, n: int, aligned, whole, whole_columns: bool = False):
+    """A lane's run of ``n`` elements of row ``row`` from column ``col`` at the tensor's edge: one
+    vector load (``whole``) where it lies inside (and ``aligned``, uniform, holds), else a loop over
+    its elements, each behind its own test (zero outside); zero when the run's columns can only lie
+    all inside or all outside (``whole_columns``, from the load's ``column_multiple``)."""
+    b, t = cg.b, d.type.elem
+    within = lambda c, lim: b.and_(b.icmp_signed(">=", c, cg.i32(0)), b.icmp_signed("<", c, lim))  # noqa: E731
+    row_ok = within(row, d.shape[0])
+    full = b.and_(row_ok, b.and_(b.icmp_signed(">=", col, cg.i32(0)),
+                                 b.icmp_signed("<=", col, b.sub(d.shape[1], cg.i32(n)))))
+    if aligned is not None:
+        full = b.and_(full, aligned)
+    wt = dwords(n * t.bits // 32)
+
+    it = ll.IntType(t.bits)
+
+    def elements():   # loops (the driver does not unroll them): the edge's code stays small
+        parts = []
+        for first in range(0, n, VECTOR_ELEMS):
+            m = min(VECTOR_ELEMS, n - first)
+
+            def one(j, acc, first=first):
+                c = b.add(col, b.add(j, cg.i32(first)) if first else j)
+                x = cg.masked(b.and_(row_ok, within(c, d.shape[1])),
+                              lambda: b.load(_run_address(cg, d, row, c), typ=it, align=t.itemsize),
+                              ll.Constant(it, 0))
+                return b.insert_element(acc, x, j)
+            v = slot_loop(cg, m, one, ll.Constant(ll.VectorType(it, m), None))
+            parts.append(b.bitcast(v, dwords(m * t.bits // 32)))
+        return [[_concat(cg, parts)]]
+    if whole_columns:
+        return cg.masked(full, whole, ll.Constant(wt, 0 if wt == I32 else [0] * wt.count))
+    return branch_values(cg, full, lambda: [[whole()]], elements, ("run.whole", "run.parts", "run.end"))[0][0]
+
+
+def _inside_address(cg: CodeGen, d: NdDesc, at: List, lane: List, r: int, c: int):
+    """The address of a lane's run at ``at`` (the tile's origin, uniform) + ``lane`` (the lane's first
+    element) + (``r``, ``c``), inside the tensor. On a GPU, as a 32-bit byte offset from the kernel
+    argument the descriptor's base is computed from (``_from_argument``): the offset of the origin
+    (uniform: scalar instructions) plus the lane's (the same in every iteration of a loop around:
+    IGC computes it once), so a message takes one add of its own; IGC addresses the buffer with it
+    statefully. Elsewhere ``_run_address``."""
+    b = cg.b
+    start = _from_argument(cg, d.base) if cg.target.kind == "gpu" else None
+    if start is None:
+        row, col = (b.add(b.add(o, x), cg.i32(k)) if k else b.add(o, x) for o, x, k in zip(at, lane, (r, c)))
+        return _run_address(cg, d, row, col)
+    arg, first = start
+    size = cg.i32(d.type.elem.itemsize)
+    uniform = b.add(first, b.mul(b.add(b.mul(at[0], d.strides[0]), at[1]), size))
+    row = b.add(lane[0], cg.i32(r)) if r else lane[0]
+    col = b.add(lane[1], cg.i32(c)) if c else lane[1]
+    own = b.mul(b.add(b.mul(row, d.strides[0]), col), size)
+    return cg.gep(arg, ll.IntType(8), cg.to_i64(b.add(uniform, own), False))
+
+
+def _from_argument(cg: CodeGen, ptr):
+    """(the kernel argument ``ptr`` is computed from by getelementptr, the byte offset between them as
+    an i32) or None when ``ptr`` is not so computed from an argument by 32-bit indices."""
+    b = cg.b
+    off = None
+    while isinstance(ptr, ll.GEPInstr):
+        if len(ptr.indices) != 1:
+            return None
+        idx, size = ptr.indices[0], _BYTES.get(str(ptr.source_etype))
+        if size is None:
+            return None
+        if isinstance(idx, ll.Constant):
+            idx = cg.i32(idx.constant)
+        elif isinstance(idx, ll.CastInstr) and idx.opname in ("sext", "zext") and idx.operands[0].type == I32:
+            idx = idx.operands[0]
+        else:
+            return None
+        idx = b.mul(idx, cg.i32(size))
+        off = idx if off is None else b.add(off, idx)
+        ptr = ptr.pointer
+    if not isinstance(ptr, ll.Argument):
+        return None
+    return ptr, off if off is not None else cg.i32(0)
+
+
+_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
+
+
+def _run_address(cg: CodeGen, d: NdDesc, row, col):
+    """The address of element (``row``, ``col``) of ``d``'s tensor (unit column stride), both inside.
+    On a GPU the element offset is an unsigned 32-bit number, zero-extended: IGC then proves it
+    non-negative and addresses the buffer statefully with 32-bit offsets (``.a32 ... bss``), where a
+    64-bit offset costs four instructions per message (no 64-bit integer ALU on dg2) -- as IGC
+    itself assumes for every buffer it addresses so (it is compiled without
+    ``-cl-intel-greater-than-4GB-buffer-required``). The CPU device takes the 64-bit offset."""
+    b = cg.b
+    if cg.target.kind == "gpu":
+        off = cg.to_i64(b.add(b.mul(row, d.strides[0], flags=NO_WRAP), col, flags=NO_WRAP), False)
+    else:
+        off = b.add(b.mul(cg.to_i64(row, False), cg.to_i64(d.strides[0], False), flags=NO_WRAP),
+                    cg.to_i64(col, False), flags=NO_WRAP)
+    return cg.gep(d.base, mem_type(d.type.elem), off)
+
+
+# an in-bounds element's offset: non-negative products and sums of non-negative i32 values
+NO_WRAP = ("nuw", "nsw")
+# the widest vector a loop carries: LLVM's SPIR-V backend splits none of more elements (as
+# rules_memory.WIDE_ELEMS)
+VECTOR_ELEMS = 16
+
+
+def dwords(k: int) -> ll.Type:
+    """``k`` dwords: an i32 for one (SPIR-V has no vector of one component), else a vector."""
+    return I32 if k == 1 else ll.VectorType(I32, k)
+
+
+def _concat(cg: CodeGen, parts: List):
+    """Dwords and vectors of dwords end to end, as one (an i32 when it is one dword)."""
+    b = cg.b
+    if len(parts) > 1 and any(p.type == I32 for p in parts):   # element by element
+        n = sum(1 if p.type == I32 else p.type.count for p in parts)
+        out, i = ll.Constant(ll.VectorType(I32, n), None), 0
+        for p in parts:
+            for x in [p] if p.type == I32 else [b.extract_element(p, cg.i32(j)) for j in range(p.type.count)]:
+                out, i = b.insert_element(out, x, cg.i32(i)), i + 1
+        return out
+    while len(parts) > 1:
+        nxt = []
+        for i in range(0, len(parts) - 1, 2):
+            x, y = parts[i], parts[i + 1]
+            if x.type.count != y.type.count:   # shufflevector takes equal types: widen the shorter
+                big = max(x.type.count, y.type.count)
+                x, y = (_widen(cg, v, big) for v in (x, y))
+                mask = list(range(parts[i].type.count)) + [big + j for j in range(parts[i + 1].type.count)]
+            else:
+                mask = list(range(2 * x.type.count))
+            nxt.append(b.shuffle_vector(x, y, ll.Constant(ll.VectorType(I32, len(mask)), mask)))
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts = nxt
+    return parts[0]
+
+
+def _widen(cg: CodeGen, v, n: int):
+    if v.type.count == n:
+        return v
+    mask = list(range(v.type.count)) + [v.type.count] * (n - v.type.count)
+    return cg.b.shuffle_vector(v, ll.Constant(v.type, None), ll.Constant(ll.VectorType(I32, n), mask))
 
 
 def branch_values(cg: CodeGen, cond, then, otherwise, names=("nonempty", "nonempty.else", "nonempty.end")):
@@ -268,7 +491,7 @@ def _store_row_runs(cg: CodeGen, d: NdDesc, origin, tile, vals, runs, checked) -
         row = b.mul(cg.to_i64(b.add(row0, cg.i32(r))), stride)
         ptr = cg.gep(d.base, et, b.add(row, cg.to_i64(b.add(origin[1], cg.i32(c)))))
         data = slots_as_vector(cg, vals, s, n, t.bits)
-        b.store(b.bitcast(data, ll.VectorType(I32, n * t.bits // 32)), ptr, align=t.itemsize)
+        b.store(b.bitcast(data, dwords(n * t.bits // 32)), ptr, align=t.itemsize)
     b.branch(done)
     b.position_at_end(edge)
     checked()

@@ -8,10 +8,11 @@ from typing import Dict, List
 from llvmlite import ir as ll
 
 from ... import ir
+from ...ir.layout import lane_slot_offsets
 from ...ir.types import DType, MemDescType, elem_of
 from ..rewrite import PassError
 from . import block_io, pointer_blocks, run_chains, slm_read
-from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule
+from .core import LOCAL, CodeGen, ScatterDesc, SlmMatrix, VecSlots, ll_type, mem_type, rule, unpacked
 from ..messages import lane_offsets, origin_multiple_of
 from .memory import load_elem, load_from_dword, slm_buffer, slm_offset, slot_coords, store_elem, zero
 from .ocl import F16, I1, I8, I32, I64
@@ -407,6 +408,14 @@ def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
                 vals[s] = _from_int(cg, x, t)
         return [vals]
     ptrs = _matrix_addresses(cg, m, op, offsets, tile)
+    t = m.type.elem
+    whole = _wide_groups(cg, m.type, op.operands[1:], tile, WIDE_BYTES)
+    count = len(lane_slot_offsets(tile.layout, tile.shape)) if tile is not None else 1
+    if whole == [(0, count)] and count * t.bits % 32 == 0 and not t.is_bool:
+        # the lane's slots are one access: its dwords as they are, the slots read out of them only
+        # where something asks (a DPAS takes the dwords: dg2's B^T fragments, 32 bytes of int8)
+        v = cg.b.load(ptrs[0], typ=ll.VectorType(I32, count * t.bits // 32), align=count * t.itemsize)
+        return [unpacked(cg, v, count, t)]
     groups = _wide_groups(cg, m.type, op.operands[1:], tile, min(WIDE_BYTES, WIDE_ELEMS * m.type.elem.itemsize))
     if groups is not None:
         return [[v for s, n in groups for v in (_wide_load(cg, ptrs[s], m.type.elem, n) if n > 1
