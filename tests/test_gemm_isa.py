@@ -14,7 +14,7 @@ import pytest
 import xekern.language as xl
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "gemm"))
-from isa_report import DG2, one, pvc_config  # noqa: E402
+from isa_report import dg2_config, one, pvc_config  # noqa: E402
 
 DTYPES = {"bf16": xl.bfloat16, "f16": xl.float16, "int8": xl.int8}
 LAYOUTS = ("nn", "nt", "tn", "tt")
@@ -116,11 +116,26 @@ def test_tf32_k_loop_reads_its_operands_with_2d_block_reads(target, layout):
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
-def test_dg2_has_8_wide_dpas_and_no_spills(dtype):
-    """At gemm.py's dg2 configuration (isa_report.DG2); the K-loop still gathers its operands."""
-    r = one("dg2", DTYPES[dtype], "nn", *DG2[DTYPES[dtype].user_name], 128)
-    assert r["dpas"] > 0, r
-    assert r["spill"] == 0 and r["scratch"] == 0, r
+def test_dg2_k_loop_reads_rows_per_lane_and_stages_b_through_slm(dtype):
+    """gemm.py's first dg2 config (isa_report.dg2_config: C^T = B^T A^T, 32 subgroups, 256 x 64 tile),
+    nn, with the current IGC. The K loop (the steps whose tiles lie inside, pass split-edges): A^T's
+    blocks are per-lane 32-byte loads (``load.ugm.d32x8``, lane m reads row m), B's tile per-lane
+    vectors of 2 (int8: 4) rows packed into VNNI dwords, one SLM store, one fenced barrier, each B^T
+    block one per-lane 32-byte SLM load (``load.slm.d32x8``), one barrier without a fence; no
+    gather (``d16u32`` / ``d8u32``) and no 64-bit address. bf16: 81 instructions for 16 dpas
+    (19.8 %), no spill (int8 spills 192 with this tile, see the stop note)."""
+    ab = DTYPES[dtype]
+    g = dg2_config(ab)
+    r = one("dg2", ab, "nn", g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, swap=True)
+    msgs = r["messages"]
+    assert msgs.get("load.ugm.d32x8.a32") == 4 and msgs.get("load.slm.d32x8.a32") == 8, r
+    assert msgs.get("store.slm.d32x4.a32") == 1 and msgs.get("fence.slm.none.group") == 1 and r["barriers"] == 2, r
+    loads = [k for k in msgs if k.startswith("load.ugm")]
+    assert all(re.fullmatch(r"load\.ugm\.d32(x[248])?\.a32", k) for k in loads), r   # no gather, no a64
+    assert r["dpas"] == 16, r   # the subgroup's 32 x 16 of C^T: 4 x 2 blocks, 2 K steps of DPAS 8x8
+    if dtype == "bf16":
+        assert r["spill"] == 0 and r["scratch"] == 0, r
+        assert r["density"] >= 0.19, f"K-loop dpas share fell below 19%: {r}"
 
 
 def test_grf_mode_is_chosen_from_the_lane_ir():

@@ -10,7 +10,8 @@ dtypes: f32 (tf32 DPAS on GPUs, float32 on the CPU device), bf16 and f16 (float3
 output bf16/f16/f32), int8 -> int32. Layouts: nn, nt, tn, tt — t means the operand is stored
 transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads (on pvc a 16-bit or
 int8 A^T is loaded as stored and transposed through SLM: pass slm-transpose), except tt, which
-computes C^T = B^T A^T from both operands as stored and transposes C^T once. Any M, N, K.
+computes C^T = B^T A^T from both operands as stored and transposes C^T once. Any M, N, K. On dg2
+(no 2D block IO) every layout computes C^T = B^T A^T (the SWAP parameter, see configs_for).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def gelu(x):
 def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, stride_cb,
                 BM: xl.constexpr, BN: xl.constexpr, BK: xl.constexpr, GROUP_M: xl.constexpr,
                 TRANS_A: xl.constexpr, TRANS_B: xl.constexpr, PREFETCH: xl.constexpr, ACC: xl.constexpr,
-                HAS_BIAS: xl.constexpr, ACT: xl.constexpr, K_UNROLL: xl.constexpr = 1):
+                HAS_BIAS: xl.constexpr, ACT: xl.constexpr, K_UNROLL: xl.constexpr = 1, SWAP: xl.constexpr = False):
     # grouped ordering: GROUP_M row-blocks share their B columns while they run
     pid = xl.program_id(0)
     batch = xl.program_id(1)
@@ -66,10 +67,11 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
     c_desc = xl.make_tensor_descriptor(c_ptr + batch * stride_cb, shape=(M, N), strides=(N, 1),
                                        block_shape=(BM, BN))
 
-    # A and B both stored transposed: C^T = B^T A^T, where B^T (N x K) is read as DPAS's row operand
-    # and A^T (K x M) as its VNNI operand, both as stored: no transposed load; C^T is transposed once,
-    # after the loop
-    SWAP = TRANS_A and TRANS_B
+    # C^T = B^T A^T, where B^T (N x K) is DPAS's row operand and A^T (K x M) its VNNI operand; C^T is
+    # transposed once, after the loop. A and B both stored transposed: both read as stored, no
+    # transposed load. SWAP (the configs of targets without 2D block IO): A^T's lane m reads row m
+    # of A as it lies (one per-lane vector load), and B^T goes through SLM (pass slm-transpose)
+    SWAP = SWAP or (TRANS_A and TRANS_B)
     if SWAP:
         acc = xl.zeros((BN, BM), ACC)
     else:
@@ -104,7 +106,15 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
         for u in xl.static_range(K_UNROLL):
             k0 = k_outer + u * BK
             if SWAP:
-                acc = xl.dot(b_desc.load((n0, k0)), a_desc.load((k0, m0)), acc)
+                if TRANS_B:
+                    bt = b_desc.load((n0, k0))
+                else:
+                    bt = b_desc.load((k0, n0), transpose=True)
+                if TRANS_A:
+                    at = a_desc.load((k0, m0))
+                else:
+                    at = a_desc.load((m0, k0), transpose=True)
+                acc = xl.dot(bt, at, acc)
             else:
                 if TRANS_A:
                     a = a_desc.load((k0, m0), transpose=True)
@@ -136,12 +146,18 @@ def configs_for(dtype: str, target: str):
     operands as stored, see gemm_kernel)."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
+    if target == "dg2" and dtype != "f32":
+        # no 2D block IO: C^T = B^T A^T (SWAP). A^T is DPAS's B operand, whose lane m holds K values of
+        # row m of A: one per-lane 32-byte load of A as it lies. B^T is its A operand: the workgroup
+        # loads B's tile with per-lane vectors of two (int8: four) rows, packs them into VNNI dwords
+        # and stages them through SLM, where each lane reads its 8 dwords back at once (pass
+        # slm-transpose); the K steps whose tiles lie inside run without bounds tests (split-edges).
+        # K loop of the bf16 nn case with IGC 2.40: 81 instructions for 16 dpas (19.8%), no spill
+        # (`--isa`; K 64 per iteration reaches 22.9% but spills)
+        return [xk.Config(dict(BM=256, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32),
+                xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=16)]
     if target == "dg2":
-        # no 2D block IO: operands are gathered element by element, which needs registers; these
-        # tiles compile without spills (offline ISA, `--isa`; larger ones spill, e.g. bf16 64x64 with
-        # 8 subgroups spills ~160, int8 16x32 spills ~9)
-        if dtype == "int8":
-            return [xk.Config(dict(BM=8, BN=32, BK=32, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
+        # f32: no tf32 DPAS on dg2; gathered element by element (these tiles compile without spills)
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
                 xk.Config(dict(BM=32, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=4)]
     if gpu:

@@ -18,17 +18,22 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections import Counter
 
 import xekern as xk
 import xekern.language as xl
-from xekern.tools.isa import IsaError, compile_isa, loop_counts
+from xekern.tools.isa import IsaError, compile_isa, k_loop, loop_counts, parse_isa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gemm import configs_for, gemm_kernel  # noqa: E402
 
 P = xk.pointer
 DPAS_CYCLES = 8
-DG2 = {"bfloat16": (64, 32, 16, 8), "int8": (8, 32, 32, 4)}   # gemm.py's first dg2 config per dtype
+def dg2_config(ab) -> dict:
+    """gemm.py's first dg2 config for operand dtype ``ab`` (its parameters and num_subgroups)."""
+    key = {"bfloat16": "bf16", "float16": "f16", "int8": "int8", "float32": "f32"}[ab.user_name]
+    c = configs_for(key, "dg2")[0]
+    return dict(c.kwargs, num_subgroups=c.num_subgroups)
 
 
 def pvc_config(ab, name: str) -> int:
@@ -38,19 +43,21 @@ def pvc_config(ab, name: str) -> int:
     return configs_for(key, "pvc")[0].kwargs[name]
 
 
-def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1):
+def signature(ab, acc, layout, BM, BN, BK, prefetch, k_unroll=1, swap=False):
     return dict(a_ptr=P(ab), b_ptr=P(ab), c_ptr=P(acc), bias_ptr=P(acc), M=xl.int32, N=xl.int32, K=xl.int32,
                 stride_ab=xl.int32, stride_bb=xl.int32, stride_cb=xl.int32, BM=BM, BN=BN, BK=BK, GROUP_M=8,
                 TRANS_A=layout[0] == "t", TRANS_B=layout[1] == "t", PREFETCH=prefetch, ACC=acc, HAS_BIAS=False,
-                ACT=None, K_UNROLL=k_unroll)
+                ACT=None, K_UNROLL=k_unroll, SWAP=swap)
 
 
-def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1, compiler=None):
+def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1, compiler=None, swap=False):
     """One GEMM's K-loop figures; ``k_unroll`` K steps of BK per loop iteration (gemm.py's pvc
-    configs take 3, tf32 2). ``compiler``: the offline compiler (``current``, the default, or ``12504``),
-    which the code is emitted for and compiled by."""
+    configs take 3, tf32 2); ``swap``: C^T = B^T A^T (gemm.py's dg2 configs). ``compiler``: the
+    offline compiler (``current``, the default, or ``12504``), which the code is emitted for and
+    compiled by. The launch's specialization is the one of sizes that are multiples of 16 and
+    16-byte aligned pointers (``compile_offline``'s default)."""
     acc = xl.int32 if ab.is_int else xl.float32
-    c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2, k_unroll), target=target,
+    c = gemm_kernel.compile_offline(signature(ab, acc, layout, BM, BN, BK, 2, k_unroll, swap), target=target,
                                     num_subgroups=ns, compiler=compiler)
     r = compile_isa(c.spirv, c.name, target, grf_mode=grf, compiler=compiler)
     lc = loop_counts(r)
@@ -63,6 +70,11 @@ def one(target, ab, layout, BM, BN, BK, ns, grf, k_unroll=1, compiler=None):
                row_stores=len(re.findall(r"store\.ugm\.d32x[248]\.", r.text)))
     # SLM messages (load/store/fence.slm: the cooperative transpose of tn's A^T) and barriers apart from
     # the other sends, which are global memory messages that are not 2D block IO (gathers, fences)
+    # the K loop's messages by LSC description ("load.ugm.d32x8.a32"): gathers are d16u32 / d8u32
+    loop = k_loop(r)
+    instrs = parse_isa(r.text)[0][loop.start:loop.end + 1] if loop is not None else []
+    row["messages"] = dict(Counter(i.comment.split(";")[-1].strip().split(".ca")[0].split(".wb")[0].split("[")[0]
+                                   for i in instrs if i.base == "send"))
     sends = lc.sends if lc else {}
     row["slm"] = sum(n for k, n in sends.items() if k.endswith(".slm"))
     row["barriers"] = lc.barriers if lc else 0
@@ -83,7 +95,10 @@ def report(compiler=None, targets=("pvc", "bmg", "dg2")):
             for t in targets if t != "dg2"
             for d in (xl.bfloat16, xl.float16, xl.int8, xl.float32) for l in ("nn", "nt", "tn", "tt")]
     if "dg2" in targets:
-        plan += [("dg2", d, lay, *DG2[d.user_name], 128, 1) for d in (xl.bfloat16, xl.int8) for lay in ("nn", "nt")]
+        for d in (xl.bfloat16, xl.int8):
+            g = dg2_config(d)
+            plan += [("dg2", d, lay, g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, 1)
+                     for lay in ("nn", "nt", "tn", "tt")]
     try:
         inst = toolchain.get(compiler)
         version = f"{inst.name} compiler: {inst.label} (ocloc {ocloc_version(compiler)})"
@@ -93,14 +108,17 @@ def report(compiler=None, targets=("pvc", "bmg", "dg2")):
     print(f"flagship GEMM, offline, {version}")
     print("pvc/bmg: 256x256 tile (BK 32, int8 64, float32 as tf32 16), 32 subgroups, 256 GRF, "
           f"K steps per K-loop iteration {pvc_config(xl.bfloat16, 'K_UNROLL')} (tf32 "
-          f"{pvc_config(xl.float32, 'K_UNROLL')}); dg2 at gemm.py's dg2 configs "
-          "(BM, BN, BK, subgroups): " + ", ".join(f"{k} {v}" for k, v in DG2.items()))
+          f"{pvc_config(xl.float32, 'K_UNROLL')}); dg2 at gemm.py's dg2 configs, C^T = B^T A^T "
+          "(BM, BN, BK, subgroups): " + ", ".join(
+              f"{d.user_name} {tuple(dg2_config(d)[k] for k in ('BM', 'BN', 'BK', 'num_subgroups'))}"
+              for d in (xl.bfloat16, xl.int8)))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'emitter':12} {'GRF':>4} {'spill':>5} {'scratch':>7} | K-loop: "
           f"{'total':>5} {'dpas':>4} {'2Dload':>6} {'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} "
           f"{'model %':>8}")
     for target, ab, layout, BM, BN, BK, ns, grf, unroll in plan:
         try:
-            r = one(target, ab, layout, BM, BN, BK, ns, grf, unroll, compiler=compiler)
+            r = one(target, ab, layout, BM, BN, BK, ns, grf, unroll, compiler=compiler,
+                    swap=target == "dg2" and dg2_config(ab).get("SWAP", False))
         except (IsaError, xk.CompilationError, xk.LaunchError) as e:
             print(f"{target:6} {ab.user_name:9} {layout:3}  failed: {str(e).splitlines()[-1]}")
             continue
