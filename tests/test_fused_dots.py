@@ -113,10 +113,8 @@ def _half_x_times_v(target, seed, M, N, D=64):
 def test_registers_times_memory_is_one_group_bit_for_bit(target, rng, no_disk_cache, monkeypatch):
     """A in registers, B a descriptor load: B's load is fused (no register copy: the micro-kernel
     reads it from memory, checked at the tensor's edge, N = 45 cuts the last block) and the DPAS ops
-    of a step form one group that copies only A to SLM (one per loop: on cpu8, pass split-edges
-    runs the first steps, where v's tile lies inside, in a loop of their own). Equal bit for bit to
-    the DPAS ops one by one (each copying its A block) and to a declined group, and close to
-    float64 NumPy."""
+    of a step form one group that copies only A to SLM. Equal bit for bit to the DPAS ops one by
+    one (each copying its A block) and to a declined group, and close to float64 NumPy."""
     seed = int(rng.integers(1 << 30))
     M, N = 37, 45
     grouped, asm = _half_x_times_v(target, seed, M, N)

@@ -26,7 +26,9 @@ dword-aligned by what the compiler knows (the launch's specialization: pointer a
 aligned, integers multiples of 16; see ``coalesce``). For a tile at ``(o_r, o_c)`` of extent
 ``(e_r, e_c)`` in an ``R x C`` tensor, a coordinate that does not move with the loop must satisfy
 ``0 <= o <= R - e`` (else no iteration is split off), and one that moves must be ``>= 0`` at
-``%lb``, after which ``%k <= C - e_c - (o_c - %k)`` bounds the first loop.
+``%lb``, after which ``%k <= C - e_c - (o_c - %k)`` bounds the first loop. Not taken: loads whose
+only readers are DPAS that read their operands from memory themselves (the CPU device's fused
+loads, ``emitter-decisions``), whose bounds tests are their own.
 """
 from __future__ import annotations
 
@@ -56,6 +58,13 @@ class SplitEdges(Rewriter):
         self.pointer_align = {a.hint: self.multiples.get(id(a), 1) for a in func.args}
         self.marking = set()
         self.whole = {}   # load -> a number its tensor's width and its column are multiples of
+        # loads the CPU device's DPAS read from memory themselves (fused, emitter-decisions): their
+        # own tests stay theirs, and a loop split for them alone would only double the driver's work
+        self.fused = set()
+        if self.ctx.emitter.fused_dpas_loads:
+            uses = ir.users(func)
+            self.fused = {op for op in func.walk() if isinstance(op, ir.LoadNdOp) and uses.get(op.result)
+                          and all(isinstance(u, ir.DpasOp) and i < 2 for u, i in uses[op.result])}
         return super().run(func)
 
     def rule_load_nd(self, op: ir.LoadNdOp):
@@ -115,7 +124,7 @@ class SplitEdges(Rewriter):
         create = td.op
         t = op.result.type
         if not isinstance(create, ir.CreateNdTDescOp) or create in self.inner or create.rank != 2 or \
-                not isinstance(t, VectorType) or t.rank != 2:
+                not isinstance(t, VectorType) or t.rank != 2 or op in self.fused:
             return None
         tr = bool(op.attrs.get("transpose"))
         elem = td.type.elem
