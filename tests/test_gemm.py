@@ -65,7 +65,7 @@ def test_dg2_configs_on_the_8_wide_model(rng, dtype, which, layout):
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 
 
-SPLIT_CASES = [("bf16", "nn", 272, 80, 112, 1), ("f16", "nt", 272, 80, 96, 0), ("bf16", "tn", 48, 80, 96, 1),
+SPLIT_CASES = [("bf16", "nn", 272, 80, 112, 1), ("f16", "nt", 272, 80, 96, 1), ("bf16", "tn", 48, 80, 96, 1),
                ("int8", "nn", 272, 80, 160, 1), ("bf16", "nn", 64, 48, 97, 1), ("int8", "tt", 48, 33, 70, 0)]
 
 
@@ -77,9 +77,10 @@ def test_dg2_config_steps_inside_and_at_the_edges(rng, dtype, layout, m, n, k, i
     of their own, without bounds tests: workgroups inside and one cut by M (whose steps all run in the
     second loop, rows past M read as zeros per lane), K cut inside the last step (112 = 3.5 x 32,
     int8 160 = 2.5 x 64: a 32-wide int8 run there is read element by element). On the CPU device
-    the loop is split for B's tile alone when it is staged through SLM (nn, tn): the DPAS read their
-    other operands from memory themselves (fused loads); with K = 97 (odd rows of A) too, as B's
-    rows are N long; nt and tt stage nothing, so nothing is split."""
+    the loop is split for B's tile alone, which every layout stages through SLM (B^T is DPAS's A
+    operand: transposed for nn and tn, as stored for nt and tt): the DPAS read A^T from memory
+    themselves (fused loads). With K = 97 (odd rows of A) too, as B's rows are N long; not for int8
+    tt at K = 70, whose rows of B (N x K) do not start on dwords."""
     cfg = G.configs_for(dtype, "dg2")[0]
     got, ref = run(rng, m, n, k, dtype, layout, target="cpu8", cfg=cfg)
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))

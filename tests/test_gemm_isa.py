@@ -115,18 +115,19 @@ def test_tf32_k_loop_reads_its_operands_with_2d_block_reads(target, layout):
     assert r["density"] >= TF32[layout], f"K-loop dpas share fell below {TF32[layout]:.1%}: {r}"
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "int8"])
-def test_dg2_k_loop_reads_rows_per_lane_and_stages_b_through_slm(dtype):
-    """gemm.py's first dg2 config (isa_report.dg2_config: C^T = B^T A^T, 32 subgroups, 256 x 64 tile),
-    nn, with the current IGC. The K loop (the steps whose tiles lie inside, pass split-edges): A^T's
-    blocks are per-lane 32-byte loads (``load.ugm.d32x8``, lane m reads row m), B's tile per-lane
-    vectors of 2 (int8: 4) rows packed into VNNI dwords, one SLM store, one fenced barrier, each B^T
-    block one per-lane 32-byte SLM load (``load.slm.d32x8``), one barrier without a fence; no
-    gather (``d16u32`` / ``d8u32``) and no 64-bit address. bf16: 81 instructions for 16 dpas
-    (19.8 %), no spill (int8 spills 192 with this tile, see the stop note)."""
+@pytest.mark.parametrize("dtype,layout", [("bf16", "nn"), ("bf16", "nt"), ("int8", "nn")])
+def test_dg2_k_loop_reads_rows_per_lane_and_stages_b_through_slm(dtype, layout):
+    """gemm.py's first dg2 config (isa_report.dg2_config: C^T = B^T A^T, 32 subgroups, 256 x 64 tile)
+    with the current IGC. The K loop (the steps whose tiles lie inside, pass split-edges): A^T's
+    blocks are per-lane 32-byte loads (``load.ugm.d32x8``, lane m reads row m); B's tile is read with
+    per-lane vectors of 2 (int8: 4) rows packed into VNNI dwords (nn), or one dword of each of 4 rows
+    as it lies (nt, B stored N x K), one SLM store, one fenced barrier, each B^T block one per-lane
+    32-byte SLM load (``load.slm.d32x8``), one barrier without a fence; no gather (``d16u32`` /
+    ``d8u32``) and no 64-bit address. bf16 nn: 81 instructions for 16 dpas (19.8 %), no spill; nt 83
+    (19.3 %; int8 nn and nt spill a few registers around the loop, see the stop note)."""
     ab = DTYPES[dtype]
     g = dg2_config(ab)
-    r = one("dg2", ab, "nn", g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, swap=True)
+    r = one("dg2", ab, layout, g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, swap=True)
     msgs = r["messages"]
     assert msgs.get("load.ugm.d32x8.a32") == 4 and msgs.get("load.slm.d32x8.a32") == 8, r
     assert msgs.get("store.slm.d32x4.a32") == 1 and msgs.get("fence.slm.none.group") == 1 and r["barriers"] == 2, r
@@ -134,8 +135,9 @@ def test_dg2_k_loop_reads_rows_per_lane_and_stages_b_through_slm(dtype):
     assert all(re.fullmatch(r"load\.ugm\.d32(x[248])?\.a32", k) for k in loads), r   # no gather, no a64
     assert r["dpas"] == 16, r   # the subgroup's 32 x 16 of C^T: 4 x 2 blocks, 2 K steps of DPAS 8x8
     if dtype == "bf16":
-        assert r["spill"] == 0 and r["scratch"] == 0, r
         assert r["density"] >= 0.19, f"K-loop dpas share fell below 19%: {r}"
+    if (dtype, layout) == ("bf16", "nn"):
+        assert r["spill"] == 0 and r["scratch"] == 0, r
 
 
 def test_grf_mode_is_chosen_from_the_lane_ir():

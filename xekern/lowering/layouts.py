@@ -378,6 +378,33 @@ def pair_rows_layout(shape: Sequence[int], elem: DType, target: Target, G: int) 
     return None
 
 
+def pair_cols_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Optional[Layout]:
+    """A cooperative layout of a [rows, cols] tile of sub-32-bit ``elem`` on a target without 2D
+    block IO, loaded as the DPAS A operand it is (no transpose): lane ``l`` holds ``c`` consecutive
+    rows of one dword each (``32 / bits`` consecutive columns: a VNNI dword as it lies in memory),
+    one per-lane load per row, and its ``c`` dwords lie side by side in SLM's VNNI rows (one store);
+    the workgroup's lanes share the tile without replication. None when it does not split so."""
+    sg = target.sg_size
+    if elem.bits >= 32 or len(shape) != 2:
+        return None
+    pack = 32 // elem.bits
+    rows, cols = shape
+    if cols % pack or rows * cols % (G * sg * pack):
+        return None
+    per_lane = rows * cols // (G * sg * pack)           # dwords of each lane
+    for c in (8, 4, 2, 1):
+        if c > per_lane or rows % (sg * c) or G % (rows // (sg * c)):
+            continue
+        sm = rows // (sg * c)
+        sn = G // sm
+        if cols % (sn * pack):
+            continue
+        data = (sg * c, cols // sn)
+        return Layout(sg_layout=(sm, sn), sg_data=data, inst_data=data, lane_layout=(sg, 1),
+                      lane_data=(c, pack), order=(1, 0))
+    return None
+
+
 def prefetch_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Layout:
     """Cooperative prefetch: the workgroup's block split among all subgroups without replication
     where it can be, each piece at most one 2D block message wide."""
