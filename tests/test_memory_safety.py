@@ -352,29 +352,32 @@ DG2_GEMM = [("bf16", "nn", 272, 80, 112), ("bf16", "nn", 45, 37, 97), ("int8", "
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "registers"])
 @pytest.mark.parametrize("dtype,layout,m,n,k", DG2_GEMM, ids=[f"{d}-{lay}-{m}x{n}x{k}" for d, lay, m, n, k in DG2_GEMM])
-def test_dg2_gemm_reads_nothing_past_its_operands(rng, queue, monkeypatch, dtype, layout, m, n, k, fused):
+def test_dg2_gemm_reads_nothing_past_its_operands(rng, queue, dtype, layout, m, n, k, fused):
     """gemm.py's first dg2 config on cpu8 (its lane code is dg2's): B's rows read per lane and staged
     through SLM, the K steps inside the tensors without tests (split-edges), the rest per lane and
-    run, element by element where a run is cut. The CPU device reads DPAS operands itself (fused
-    loads); ``registers`` turns that off, so A^T's blocks are read as on dg2, row m of A per lane.
+    run, element by element where a run is cut. The CPU device reads DPAS operands loaded as they
+    lie itself (fused loads); ``registers`` turns that off (the cpu emitter without
+    ``fused_dpas_loads``), so the operands are read as on dg2: A^T's rows per lane, the rest through
+    SLM.
     Operands with loud guards (bf16: inf, so that a read past K shows in C even where the other
     operand is zero there), C with canaries; M, N, K cut the tiles (97, 70: no dword rows)."""
     import os
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "gemm"))
     import gemm as G
-    from xekern.lowering import emitter_decisions
-    if not fused:   # (a codegen change: the kernel is compiled again, not taken from the disk cache)
-        monkeypatch.setattr(emitter_decisions, "fused", lambda op, uses: False)
-        monkeypatch.setenv("XEKERN_CACHE", "0")
-    monkeypatch.setattr(G, "gemm_kernel", xk.jit(G.gemm_kernel.fn))   # (its own in-memory cache)
+    import dataclasses
+    from xekern.lowering import emitters
+    cpu8 = xk.get_target("cpu8")
+    emitter = None if fused else dataclasses.replace(emitters.choose(cpu8, emitters.default_driver(cpu8)),
+                                                     fused_dpas_loads=False)
     a, b, sa, sb = G.make_inputs(rng, m, n, k, dtype, layout)
     loud = np.inf if dtype == "bf16" else 111
     ga, gb = Guarded(sa, queue, loud=loud), Guarded(sb, queue, loud=loud)
     out_dt = np.dtype(G.DTYPES[dtype][2])
     c_init = poisoned((m, n), out_dt)
     gc = Guarded(c_init, queue)
-    G.gemm(ga.arr, gb.arr, gc.arr, layout=layout, config=G.configs_for(dtype, "dg2")[0], target="cpu8").wait()
+    G.gemm(ga.arr, gb.arr, gc.arr, layout=layout, config=G.configs_for(dtype, "dg2")[0], target="cpu8",
+           emitter=emitter).wait()
     ref = G.reference(a, b)
     np.testing.assert_allclose(gc.read().astype(np.float64), ref, rtol=0,
                                atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))

@@ -11,7 +11,8 @@ output bf16/f16/f32), int8 -> int32. Layouts: nn, nt, tn, tt — t means the ope
 transposed (A as K x M, B as N x K) and loaded with transposed 2D block loads (on pvc a 16-bit or
 int8 A^T is loaded as stored and transposed through SLM: pass slm-transpose), except tt, which
 computes C^T = B^T A^T from both operands as stored and transposes C^T once. Any M, N, K. On dg2
-(no 2D block IO) every layout computes C^T = B^T A^T (the SWAP parameter, see configs_for).
+(no 2D block IO) nn and nt compute C^T = B^T A^T and tn and tt C = A B (the SWAP parameter, see
+configs_for), so that one operand reads its rows per lane and the other goes through SLM.
 """
 from __future__ import annotations
 
@@ -68,10 +69,12 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
                                        block_shape=(BM, BN))
 
     # C^T = B^T A^T, where B^T (N x K) is DPAS's row operand and A^T (K x M) its VNNI operand; C^T is
-    # transposed once, after the loop. A and B both stored transposed: both read as stored, no
-    # transposed load. SWAP (the configs of targets without 2D block IO): A^T's lane m reads row m
-    # of A as it lies (one per-lane vector load), and B^T goes through SLM (pass slm-transpose)
-    SWAP = SWAP or (TRANS_A and TRANS_B)
+    # transposed once, after the loop. With 2D block IO: when A and B are both stored transposed
+    # (both read as stored, no transposed load). SWAP (the configs of targets without 2D block IO):
+    # when A is stored M x K (nn, nt), so that A^T's lane m reads row m of A as it lies (one per-lane
+    # vector load); tn and tt keep C = A B, whose B operand reads B^T's rows (tt) or goes through
+    # SLM (tn); A's DPAS operand goes through SLM in every layout (pass slm-transpose)
+    SWAP = (not TRANS_A) if SWAP else (TRANS_A and TRANS_B)
     if SWAP:
         acc = xl.zeros((BN, BM), ACC)
     else:
@@ -147,13 +150,15 @@ def configs_for(dtype: str, target: str):
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
     if target == "dg2" and dtype != "f32":
-        # no 2D block IO: C^T = B^T A^T (SWAP). A^T is DPAS's B operand, whose lane m holds K values of
-        # row m of A: one per-lane 32-byte load of A as it lies. B^T is its A operand: the workgroup
-        # loads B's tile with per-lane vectors of two (int8: four) rows, packs them into VNNI dwords
-        # and stages them through SLM, where each lane reads its 8 dwords back at once (pass
-        # slm-transpose); the K steps whose tiles lie inside run without bounds tests (split-edges).
-        # K loop of the bf16 nn case with IGC 2.40: 81 instructions for 16 dpas (19.8%), no spill
-        # (`--isa`; K 64 per iteration reaches 22.9% but spills)
+        # no 2D block IO: C^T = B^T A^T where A is stored M x K (SWAP: nn, nt). A^T is DPAS's B
+        # operand, whose lane m holds K values of row m of A: one per-lane 32-byte load of A as it
+        # lies. B^T is its A operand: the workgroup loads B's tile with per-lane vectors of two (int8:
+        # four) rows, packs them into VNNI dwords (nt: takes the dwords as they lie) and stages them
+        # through SLM, where each lane reads its 8 dwords back at once (pass slm-transpose); tn and tt
+        # keep C = A B, A^T through SLM, B through SLM (tn) or read per lane (tt). The K steps whose
+        # tiles lie inside run without bounds tests (split-edges). K loop with IGC 2.40, bf16
+        # (`--isa`): nn 81 instructions for 16 dpas (19.8%, no spill), nt 83 (19.3%), tt 116
+        # (13.8%), tn 149 (10.7%); K 64 per iteration reaches 22.9% for nn but spills
         return [xk.Config(dict(BM=256, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32),
                 xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=16)]
     if target == "dg2":
@@ -210,9 +215,10 @@ def np_dtype(name):
     return np.dtype(name)
 
 
-def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None, queue=None):
+def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None, queue=None, emitter=None):
     """C = act(A @ B + bias) for device (or NumPy) arrays. ``layout`` says how A and B are stored:
-    'n' as given (A: M x K, B: K x N), 't' transposed (A: K x M, B: N x K). Leading batch dims allowed."""
+    'n' as given (A: M x K, B: K x N), 't' transposed (A: K x M, B: N x K). Leading batch dims allowed.
+    ``emitter``: the launch's emitter (an ``xekern.lowering.emitters.Emitter``; None: the target's)."""
     ta, tb = layout[0] == "t", layout[1] == "t"
     batch = a.shape[0] if len(a.shape) == 3 else 1
     M, K = (a.shape[-1], a.shape[-2]) if ta else (a.shape[-2], a.shape[-1])
@@ -223,7 +229,7 @@ def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None,
     stride = lambda x, r, s: (r * s if len(x.shape) == 3 else 0)  # noqa: E731
     args = (a, b, c, bias if bias is not None else c, M, N, K, stride(a, M, K), stride(b, K, N), stride(c, M, N))
     consts = dict(TRANS_A=ta, TRANS_B=tb, ACC=acc, HAS_BIAS=bias is not None, ACT=act)
-    opts = {k: v for k, v in (("target", target), ("queue", queue)) if v is not None}
+    opts = {k: v for k, v in (("target", target), ("queue", queue), ("emitter", emitter)) if v is not None}
 
     def grid(meta):
         return (xk.cdiv(M, meta["BM"]) * xk.cdiv(N, meta["BN"]), batch)

@@ -30,7 +30,7 @@ offline compilation, from the name of an offline compiler (``OFFLINE``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import XekernError
@@ -133,8 +133,10 @@ class Emitter:
 
     @property
     def key(self) -> tuple:
-        """What distinguishes two emitters in a compilation's cache key."""
-        return (self.name, self.driver.name)
+        """What distinguishes two emitters in a compilation's cache key: the name, the driver and
+        every policy setting (an emitter changed with ``dataclasses.replace`` compiles apart)."""
+        return (self.name, self.driver.name) + tuple(getattr(self, f.name) for f in fields(self)
+                                                     if f.name not in ("name", "driver"))
 
     def describe(self) -> str:
         """``visa, for igc2: IGC 2.x, compute-runtime 24.x and later`` (``kernel.asm["emitter"]``)."""

@@ -32,7 +32,12 @@ element-wise transposed loads. An A operand loaded as it lies goes the same way 
 (``as_stored``): read there, its lane would gather one dword of each of 8 rows; the workgroup loads
 it with per-lane dword loads (``pair_cols_layout``: each lane a few rows, one VNNI dword of each,
 as it lies in memory: no packing) into the same SLM matrix (dg2's flagship nt GEMM: 305 -> 83
-instructions for 16 dpas in its K loop).
+instructions for 16 dpas in its K loop). A B operand loaded as it lies too (``b_as_stored``): its
+lane ``n`` holds VNNI pairs of two memory rows; loaded as the row pairs above, transposed, through
+a row-major SLM matrix where lane ``n`` finds its K values side by side, and transposed back (dg2's
+tn: 2,158 -> 149, tt, which then computes C = A B, 2,439 -> 116). Not for emitters whose DPAS read
+operands loaded as they lie from memory themselves (the CPU device's, ``fused_dpas_loads``: a
+launch with that off runs these routes on the CPU).
 """
 from __future__ import annotations
 
@@ -76,10 +81,14 @@ class SlmTranspose(Rewriter):
 
     def run(self, func: ir.FuncOp) -> ir.FuncOp:
         self.a_loads: Set[Op] = {op.operands[0].op for op in func.walk() if isinstance(op, ir.DpasOp)}
+        self.b_loads: Set[Op] = {op.operands[1].op for op in func.walk() if isinstance(op, ir.DpasOp)}
         return super().run(func)
 
     def rule_load_nd(self, op: ir.LoadNdOp):
         t = op.result.type
+        if op in self.b_loads and op not in self.a_loads and op.attrs.get("transpose") is None and \
+                op.attrs.get("layout") is None and isinstance(t, VectorType) and t.rank == 2:
+            return self.b_as_stored(op, t)
         if op not in self.a_loads or op.attrs.get("layout") is not None or \
                 not isinstance(t, VectorType) or t.rank != 2 or \
                 not needs_slm_transpose(self.target, t.elem, self.ctx.emitter.fma_dot):
@@ -113,7 +122,8 @@ class SlmTranspose(Rewriter):
         M, K = t.shape
         pack = 32 // t.elem.bits
         layout = pair_cols_layout(t.shape, t.elem, self.target, self.ctx.num_subgroups)
-        if slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) != "rows" or layout is None or \
+        if self.ctx.emitter.fused_dpas_loads or layout is None or \
+                slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) != "rows" or \
                 self.ctx.num_subgroups == 1 or M % dpas.m or K % dpas.k or \
                 prod(t.shape) * t.elem.itemsize > self.target.slm_bytes:
             return self.piecewise(op)
@@ -122,6 +132,29 @@ class SlmTranspose(Rewriter):
         cv = self.b.create(ir.ConvertLayoutOp, raw.result, t)
         cv.attrs["slm_block"], cv.attrs["slm_strides"] = (1, pack), (1, M)
         return [[cv.result]]
+
+
+    def b_as_stored(self, op: ir.LoadNdOp, t: VectorType):
+        """A B operand loaded as it lies (K x N), on a target without 2D block IO: its lane ``n`` holds
+        the VNNI pairs of column ``n``, each from two memory rows (gathers). Loaded by the workgroup
+        with per-lane vectors of two (int8: four) rows (``pair_rows_layout``), transposed (free),
+        converted through a row-major SLM matrix of N rows of K, where lane ``n`` of a B block finds
+        its 16 (int8: 32) K values side by side (one 32-byte load), and transposed back."""
+        dpas = self.target.dpas_shape(t.elem)
+        K, N = t.shape
+        if self.ctx.emitter.fused_dpas_loads or dpas is None or \
+                slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) != "rows" or \
+                self.ctx.num_subgroups == 1 or K % dpas.k or N % dpas.n or \
+                prod(t.shape) * t.elem.itemsize > self.target.slm_bytes:
+            return self.piecewise(op)
+        layout = pair_rows_layout(t.shape, t.elem, self.target, self.ctx.num_subgroups)
+        if layout is None:
+            return self.piecewise(op)
+        raw = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [t], dict(op.attrs, layout=layout)))
+        flipped = VectorType((N, K), t.elem)
+        u = self.b(ir.TransposeOp, raw.result, (1, 0), flipped)
+        cv = self.b(ir.ConvertLayoutOp, u, flipped)
+        return [[self.b(ir.TransposeOp, cv, (1, 0), t)]]
 
 
 def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
