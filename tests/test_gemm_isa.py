@@ -115,29 +115,37 @@ def test_tf32_k_loop_reads_its_operands_with_2d_block_reads(target, layout):
     assert r["density"] >= TF32[layout], f"K-loop dpas share fell below {TF32[layout]:.1%}: {r}"
 
 
-@pytest.mark.parametrize("dtype,layout", [("bf16", "nn"), ("bf16", "nt"), ("int8", "nn")])
-def test_dg2_k_loop_reads_rows_per_lane_and_stages_b_through_slm(dtype, layout):
-    """gemm.py's first dg2 config (isa_report.dg2_config: C^T = B^T A^T, 32 subgroups, 256 x 64 tile)
-    with the current IGC. The K loop (the steps whose tiles lie inside, pass split-edges): A^T's
-    blocks are per-lane 32-byte loads (``load.ugm.d32x8``, lane m reads row m); B's tile is read with
-    per-lane vectors of 2 (int8: 4) rows packed into VNNI dwords (nn), or one dword of each of 4 rows
-    as it lies (nt, B stored N x K), one SLM store, one fenced barrier, each B^T block one per-lane
-    32-byte SLM load (``load.slm.d32x8``), one barrier without a fence; no gather (``d16u32`` /
-    ``d8u32``) and no 64-bit address. bf16 nn: 81 instructions for 16 dpas (19.8 %), no spill; nt 83
-    (19.3 %; int8 nn and nt spill a few registers around the loop, see the stop note)."""
+# dg2's K loops with the current IGC (gemm.py --isa, bf16): nn 81 instructions for 16 dpas (19.8 %), nt 83
+# (19.3 %), tt 116 (13.8 %), tn 149 (10.7 %); nn and tt without spill (nt and tn spill a few registers
+# around the loop, int8 too: see the stop note)
+DG2_FLOORS = {"nn": 0.19, "nt": 0.19, "tt": 0.13, "tn": 0.10}
+
+
+@pytest.mark.parametrize("dtype,layout", [("bf16", lay) for lay in DG2_FLOORS] + [("int8", "nn")])
+def test_dg2_k_loop_reads_rows_per_lane_and_stages_through_slm(dtype, layout):
+    """gemm.py's first dg2 config (isa_report.dg2_config: 32 subgroups, 256 x 64 tile) with the
+    current IGC. nn and nt compute C^T = B^T A^T: A^T's blocks are per-lane 32-byte loads
+    (``load.ugm.d32x8``, lane m reads row m of A); B's tile is read with per-lane vectors of 2 (int8:
+    4) rows packed into VNNI dwords (nn), or one dword of each of 4 rows as it lies (nt), one SLM
+    store, each B^T block one per-lane 32-byte SLM load (``load.slm.d32x8``). tn and tt compute
+    C = A B, A^T through SLM the same way, B through SLM too (tn) or read per lane (tt). In the K
+    loop (the steps whose tiles lie inside, pass split-edges): no gather (``d16u32`` / ``d8u32``), no
+    64-bit address, 2 barriers, 16 dpas."""
     ab = DTYPES[dtype]
     g = dg2_config(ab)
     r = one("dg2", ab, layout, g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, swap=True)
     msgs = r["messages"]
-    assert msgs.get("load.ugm.d32x8.a32") == 4 and msgs.get("load.slm.d32x8.a32") == 8, r
-    assert msgs.get("store.slm.d32x4.a32") == 1 and msgs.get("fence.slm.none.group") == 1 and r["barriers"] == 2, r
     loads = [k for k in msgs if k.startswith("load.ugm")]
-    assert all(re.fullmatch(r"load\.ugm\.d32(x[248])?\.a32", k) for k in loads), r   # no gather, no a64
-    assert r["dpas"] == 16, r   # the subgroup's 32 x 16 of C^T: 4 x 2 blocks, 2 K steps of DPAS 8x8
+    assert loads and all(re.fullmatch(r"load\.ugm\.d32(x[248])?\.a32", k) for k in loads), r   # no gather, no a64
+    assert msgs.get("load.slm.d32x8.a32", 0) >= 8 and r["barriers"] == 2, r
+    assert r["dpas"] == 16, r   # a subgroup's 8 blocks of DPAS 8x8, 2 K steps
+    if layout in ("nn", "nt"):
+        assert msgs.get("load.ugm.d32x8.a32") == 4 and msgs.get("load.slm.d32x8.a32") == 8, r
+        assert msgs.get("fence.slm.none.group") == 1, r
     if dtype == "bf16":
-        assert r["density"] >= 0.19, f"K-loop dpas share fell below 19%: {r}"
-    if (dtype, layout) == ("bf16", "nn"):
-        assert r["spill"] == 0 and r["scratch"] == 0, r
+        assert r["density"] >= DG2_FLOORS[layout], f"K-loop dpas share fell below {DG2_FLOORS[layout]:.0%}: {r}"
+        if layout in ("nn", "tt"):
+            assert r["spill"] == 0 and r["scratch"] == 0, r
 
 
 def test_grf_mode_is_chosen_from_the_lane_ir():
