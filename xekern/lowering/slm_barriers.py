@@ -5,8 +5,8 @@ An exchange through SLM is: stores, barrier, loads, barrier (``WgToSg.through_sl
 exchange writes its matrix, its barriers carry ``exchange = "open"`` and ``"close"``. The second
 barrier only keeps the next stores into the same matrix from overwriting what another subgroup
 has not read yet. In a K loop with several exchanges into as many matrices (K steps per iteration,
-each transposing its A tile through its own SLM matrix), three rules apply in turn; outside loops, a
-fourth.
+each transposing its A tile through its own SLM matrix), four rules apply in turn; outside loops, a
+fifth.
 
 ``drop_redundant``: a trailing barrier goes when, on the way from it to the next stores into its
 matrix, every subgroup passes another barrier anyway::
@@ -29,6 +29,10 @@ barrier; when nothing else separates them from the next iteration's stores, a ba
 body's end::
 
     store m0; store m1; store m2; B; load m0; load m1; load m2; ...; B'
+
+``late_close``: a closing barrier that nothing after it in the body needs before the body's end
+(no access to its matrix, no other barrier) moves there, so that the loads before it may sink to
+their DPAS (pass ``sink-loads``; dg2's K loops) rather than all be read before it.
 
 ``fenceless``: B' still makes the next stores wait for every subgroup's loads, but since the
 previous barrier this subgroup has only read SLM, and its DPAS have taken what it read: nothing of

@@ -120,19 +120,13 @@ class SlmTranspose(Rewriter):
         matrix of VNNI rows, each lane reads its 8 dwords at once. (With 2D block IO, or a layout
         the user gave, it stays.)"""
         M, K = t.shape
-        pack = 32 // t.elem.bits
         layout = pair_cols_layout(t.shape, t.elem, self.target, self.ctx.num_subgroups)
-        if self.ctx.emitter.fused_dpas_loads or layout is None or \
-                slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) != "rows" or \
-                self.ctx.num_subgroups == 1 or M % dpas.m or K % dpas.k or \
-                prod(t.shape) * t.elem.itemsize > self.target.slm_bytes:
+        if layout is None or not self.stages_as_stored(t, M % dpas.m or K % dpas.k):
             return self.piecewise(op)
-        attrs = dict(op.attrs, layout=layout)
-        raw = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [t], attrs))
+        raw = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [t], dict(op.attrs, layout=layout)))
         cv = self.b.create(ir.ConvertLayoutOp, raw.result, t)
-        cv.attrs["slm_block"], cv.attrs["slm_strides"] = (1, pack), (1, M)
+        cv.attrs["slm_block"], cv.attrs["slm_strides"] = (1, 32 // t.elem.bits), (1, M)
         return [[cv.result]]
-
 
     def b_as_stored(self, op: ir.LoadNdOp, t: VectorType):
         """A B operand loaded as it lies (K x N), on a target without 2D block IO: its lane ``n`` holds
@@ -140,21 +134,24 @@ class SlmTranspose(Rewriter):
         with per-lane vectors of two (int8: four) rows (``pair_rows_layout``), transposed (free),
         converted through a row-major SLM matrix of N rows of K, where lane ``n`` of a B block finds
         its 16 (int8: 32) K values side by side (one 32-byte load), and transposed back."""
-        dpas = self.target.dpas_shape(t.elem)
         K, N = t.shape
-        if self.ctx.emitter.fused_dpas_loads or dpas is None or \
-                slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) != "rows" or \
-                self.ctx.num_subgroups == 1 or K % dpas.k or N % dpas.n or \
-                prod(t.shape) * t.elem.itemsize > self.target.slm_bytes:
-            return self.piecewise(op)
+        dpas = self.target.dpas_shape(t.elem)
         layout = pair_rows_layout(t.shape, t.elem, self.target, self.ctx.num_subgroups)
-        if layout is None:
+        if layout is None or not self.stages_as_stored(t, dpas is None or K % dpas.k or N % dpas.n):
             return self.piecewise(op)
         raw = self.b.insert(op.clone_with([self.get(v) for v in op.operands], [t], dict(op.attrs, layout=layout)))
         flipped = VectorType((N, K), t.elem)
         u = self.b(ir.TransposeOp, raw.result, (1, 0), flipped)
         cv = self.b(ir.ConvertLayoutOp, u, flipped)
         return [[self.b(ir.TransposeOp, cv, (1, 0), t)]]
+
+    def stages_as_stored(self, t: VectorType, ragged) -> bool:
+        """Whether an operand loaded as it lies goes through SLM: the target's route is "rows", the
+        emitter's DPAS do not read such loads themselves, the workgroup has subgroups to share the
+        tile, it is made of whole DPAS blocks (not ``ragged``) and fits SLM."""
+        return (not self.ctx.emitter.fused_dpas_loads and not ragged and self.ctx.num_subgroups > 1
+                and slm_route(self.target, t.elem, self.ctx.emitter.fma_dot) == "rows"
+                and prod(t.shape) * t.elem.itemsize <= self.target.slm_bytes)
 
 
 def run(func: ir.FuncOp, ctx) -> ir.FuncOp:

@@ -100,8 +100,8 @@ class SplitEdges(Rewriter):
 
     # ---- which loads, and the conditions ----------------------------------------------------------
     def plan(self, loop: ir.ForOp):
-        """(the loads to mark, loop-invariant conditions as (form, lower, upper) meaning lower <=
-        form <= upper, bounds on the induction variable as forms) or None."""
+        """(the loads to mark, loop-invariant conditions as (terms, upper): 0 <= sum of terms, and
+        <= sum of upper unless it is None, bounds on the induction variable as terms) or None."""
         step = loop.operands[2].op
         if not (isinstance(step, ir.ConstantOp) and isinstance(step.value, int) and step.value > 0) or \
                 loop.operands[0].type != T.int32:
@@ -136,7 +136,7 @@ class SplitEdges(Rewriter):
             f = self.affine(off)
             if f is None or f[0] not in (0, 1):
                 return None
-            forms.append((f[0], f[1] + self.affine(base_off)[1]))
+            forms.append((f[0], f[1] + [(1, self.term(base_off))]))
         col = self.col_multiple(forms[1], loop)
         if not self.aligned(create, col, elem.itemsize):
             return None
@@ -145,14 +145,21 @@ class SplitEdges(Rewriter):
         if width > 1:
             self.whole[op] = width
         invariant, bounds = [], []
-        for (coef, terms), n, e in zip(forms, create.shape, ext):
-            n = self.affine(n)[1][0][1]     # (an int when constant)
+        for (coef, terms), n, e in zip(forms, map(self.term, create.shape), ext):
             if coef == 0:   # 0 <= o and o <= n - e
-                invariant.append((terms, None, [(1, n), (-1, e)]))
+                invariant.append((terms, [(1, n), (-1, e)]))
             else:           # o at the first iteration >= 0; k <= n - e - (o - k)
-                invariant.append((terms + [(1, loop.operands[0])], None, None))
+                invariant.append((terms + [(1, loop.operands[0])], None))
                 bounds.append([(1, n), (-1, e)] + [(-s, t) for s, t in terms])
         return invariant, bounds
+
+    @staticmethod
+    def term(v):
+        """A value defined before the loop as a term: its int when it is a constant."""
+        op = v.op
+        if isinstance(op, ir.ConstantOp) and isinstance(op.value, int) and not isinstance(op.value, bool):
+            return op.value
+        return v
 
     def affine(self, v) -> Optional[Form]:
         """``v`` as ``coef * iv + sum of terms`` (terms: ints and values defined before the loop)."""
@@ -238,7 +245,7 @@ class SplitEdges(Rewriter):
             last = self.b(ir.BinaryOp, "minsi", self.i32(last), self.i32(self.value(b)))
         n = self._arith("subi", last, lb, lambda x, y: x - y)
         ok = self.cmp("sge", n, 0)
-        for terms, _, upper in invariant:
+        for terms, upper in invariant:
             o = self.value(terms)
             if not (isinstance(o, int) and o >= 0):
                 ok = self.b(ir.BinaryOp, "andi", ok, self.cmp("sge", o, 0))

@@ -271,8 +271,8 @@ def _run_address(cg: CodeGen, d: NdDesc, row, col):
     itself assumes for every buffer it addresses so (it is compiled without
     ``-cl-intel-greater-than-4GB-buffer-required``). The CPU device takes the 64-bit offset."""
     b = cg.b
-    if cg.target.kind == "gpu":
-        off = cg.to_i64(b.add(b.mul(row, d.strides[0], flags=NO_WRAP), col, flags=NO_WRAP), False)
+    if cg.target.kind == "gpu":   # (unsigned: an int8 tensor of 2 to 4 GiB has offsets past 2^31)
+        off = cg.to_i64(b.add(b.mul(row, d.strides[0], flags=("nuw",)), col, flags=("nuw",)), False)
     else:
         off = b.add(b.mul(cg.to_i64(row, False), cg.to_i64(d.strides[0], False), flags=NO_WRAP),
                     cg.to_i64(col, False), flags=NO_WRAP)

@@ -411,7 +411,7 @@ def _load_matrix(cg: CodeGen, op: ir.LoadMatrixOp):
     t = m.type.elem
     whole = _wide_groups(cg, m.type, op.operands[1:], tile, WIDE_BYTES)
     count = len(lane_slot_offsets(tile.layout, tile.shape)) if tile is not None else 1
-    if whole == [(0, count)] and count * t.bits % 32 == 0 and not t.is_bool:
+    if whole == [(0, count)] and count * t.bits % 32 == 0 and count * t.bits > 32 and not t.is_bool:
         # the lane's slots are one access: its dwords as they are, the slots read out of them only
         # where something asks (a DPAS takes the dwords: dg2's B^T fragments, 32 bytes of int8)
         v = cg.b.load(ptrs[0], typ=ll.VectorType(I32, count * t.bits // 32), align=count * t.itemsize)
