@@ -390,9 +390,9 @@ def _corrupted(name: str, monkeypatch, **constants) -> D.DiffResult:
     """The check of case ``name`` with xekern's hand-written descriptor constants replaced
     (lsc.py's ``LSC_*``), against the cached IGC baseline."""
     from xekern.lowering.codegen import lsc
+    s = session(name)   # (first: a session made under the patch would keep its corrupted compile for every test)
     for k, v in constants.items():
         monkeypatch.setattr(lsc, k, v)
-    s = session(name)
     v = D.compile_variant(s.case, D.SUBJECT)
     return D.Session(s.case, variants={D.SUBJECT: v, D.BASELINE: s.variants[D.BASELINE]}).check()
 
