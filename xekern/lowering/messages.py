@@ -91,7 +91,7 @@ def lane_row_runs(tile, sg: int, bits: int, transposed: bool) -> List[Tuple[int,
     if bits not in (8, 16, 32) or tile.rank != 2 or tile.layout is None:
         return []
     offs = [tuple(reversed(o)) if transposed else tuple(o) for o in lane_slot_offsets(tile.layout, tile.shape)]
-    cols = {lane_base(tile.layout, tile.shape, lane)[0 if transposed else 1] for lane in range(sg)}
+    cols = lane_first_columns(tile, sg, transposed)
     per, most = 32 // bits, 8 * 32 // bits
     runs, s = [], 0
     while s < len(offs):
@@ -104,3 +104,8 @@ def lane_row_runs(tile, sg: int, bits: int, transposed: bool) -> List[Tuple[int,
         runs.append((s, r, c, n))
         s += n
     return runs if len(runs) < len(offs) else []
+
+
+def lane_first_columns(tile, sg: int, transposed: bool) -> set:
+    """The memory columns of every lane's first element of a 2-D ``tile``, relative to its origin."""
+    return {lane_base(tile.layout, tile.shape, lane)[0 if transposed else 1] for lane in range(sg)}

@@ -14,7 +14,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.layout import lane_slot_offsets
 from ...ir.types import VectorType
-from ..messages import lane_row_runs
+from ..messages import lane_first_columns, lane_row_runs
 from .core import CodeGen, NdDesc, VecSlots, ll_type, mem_type, unpacked
 from .cpu_tiles import TileAccess, lane_columns, uniform
 from .ocl import F16, F32, I32, I64
@@ -150,7 +150,7 @@ def _load_lane_runs(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, origin: List, tiles
         for tile, at, tile_runs in zip(tiles, ats, runs):
             base = lane_base(cg, tile.layout, tile.shape)
             base = list(reversed(base)) if tr else base
-            cols = _lane_columns(cg, tile, tr)
+            cols = lane_first_columns(tile, cg.target.sg_size, tr)
             out.append([_concat(cg, [read(at, base, r, c, n, g and all((x + c) % g + n <= g for x in cols))
                                      for _, r, c, n in tile_runs])])
         return out
@@ -164,12 +164,6 @@ def _load_lane_runs(cg: CodeGen, op: ir.LoadNdOp, d: NdDesc, origin: List, tiles
 
     vecs = each_run(inside if op.attrs.get("inside") else edge)
     return [unpacked(cg, v, k * per, t) if k > 1 else _dword_slots(cg, v, per, t) for (v,), k in zip(vecs, words)]
-
-
-def _lane_columns(cg: CodeGen, tile, tr: bool) -> set:
-    """The columns (in memory) of every lane's first element of ``tile``, relative to its origin."""
-    from ...ir.layout import lane_base as base_of
-    return {base_of(tile.layout, tile.shape, lane)[0 if tr else 1] for lane in range(cg.target.sg_size)}
 
 
 def _dword_slots(cg: CodeGen, v, per: int, t) -> List:
