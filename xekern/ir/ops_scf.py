@@ -83,7 +83,9 @@ class ForOp(Op):
     NAME = "scf.for"
     ATTRS = (Attr("num_stages", int, doc="Triton's tuning hint (accepted, unused)"),
              Attr("loop_unroll_factor", int, doc="Triton's tuning hint (accepted, unused)"),
-             Attr("accumulators", tuple, ("emitter-decisions",), "carried DPAS accumulators in named vISA registers"))
+             Attr("accumulators", tuple, ("emitter-decisions",), "carried DPAS accumulators in named vISA registers"),
+             Attr("edge", bool, ("split-edges",), "the loop of the steps at the tensors' edge (codegen computes its "
+                                                  "lane-derived values in its body)"))
 
     def __init__(self, lb: Value, ub: Value, step: Value, inits: Sequence[Value], loc=None):
         body = Block([lb.type] + [v.type for v in inits], ["iv"])

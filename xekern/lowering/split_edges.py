@@ -14,9 +14,11 @@ becomes
     %split = (the first %k from which a load reaches past its tensor, or %lb)
     %f = scf.for %k = %lb to %split step %s iter_args(%acc = %0) {
       %a = xegpu.load_nd %d[%m, %k] {inside = true} ...         (no test: vector loads)
-    %r = scf.for %k = %split to %ub step %s iter_args(%acc = %f) { the loop as it was }
+    %r = scf.for %k = %split to %ub step %s iter_args(%acc = %f) { the loop as it was } {edge = true}
 
-Both loops run the same iterations as the one loop, in order. The pass runs on the workgroup's
+Both loops run the same iterations as the one loop, in order. The second is marked ``edge``:
+codegen computes the values it derives from the lane id (its SLM and memory addresses) in its
+body (``CodeGen.lane_scope``), so that they are not held in registers through both loops. The pass runs on the workgroup's
 tiles, so the split is the same in every subgroup (both loops hold the body's barriers) and a
 workgroup tile inside its tensor has every subgroup's and lane's piece inside. Taken for the
 ``load_nd`` ops directly in the body of a loop with a constant positive step whose descriptor
@@ -86,6 +88,7 @@ class SplitEdges(Rewriter):
         first = self.loop(op, lb, split, st, self.flat(op.inits))
         self.marking = saved
         rest = self.loop(op, split, ub, st, list(first.results))
+        rest.attrs["edge"] = True
         return self._split_results(op, rest.results)
 
     def loop(self, op: ir.ForOp, lb, ub, st, inits) -> ir.ForOp:

@@ -2,6 +2,7 @@
 emitter; ``rules_arith`` and ``rules_visa`` call ``for_loop``)."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Callable, Dict, List, Sequence, Union
 
 from llvmlite import ir as ll
@@ -83,7 +84,8 @@ def for_loop(cg: CodeGen, op: ir.ForOp, regs: Dict[int, object]) -> List:
     """A header-tested loop (IGC rotates it; a loop LLVM-rotated here spills on dg2). The carried
     values ``regs`` names by index (registers with ``define(cg, init)`` and ``read(cg)``: the visa
     emitter's DPAS accumulators) are set before the loop and read after it instead of being
-    carried by phis."""
+    carried by phis. Split-edges' ``edge`` loop computes its lane-derived values in its body
+    (``CodeGen.lane_scope``)."""
     b = cg.b
     lb, ub, step = (cg.get(v) for v in op.operands[:3])
     everything = [cg.get(v) for v in op.inits]
@@ -112,7 +114,8 @@ def for_loop(cg: CodeGen, op: ir.ForOp, regs: Dict[int, object]) -> List:
         cg.values[op.iter_args[i]] = v
     for i, reg in regs.items():
         cg.values[op.iter_args[i]] = reg
-    cg.block(op.body)  # ends with scf.yield, which records the yielded values
+    with cg.lane_scope(body) if op.attrs.get("edge") else nullcontext():
+        cg.block(op.body)  # ends with scf.yield, which records the yielded values
     ys = flat_like(cg, inits, [cg.yielded[i] for i in phied])
     nxt = b.add(iv, step)
     latch = b.block

@@ -12,6 +12,7 @@ use this one; nothing here or in a helper imports a table.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Set
 
@@ -224,6 +225,7 @@ class CodeGen:
         self.rules = rules_of(self.emitter)
         self._cache: Dict[tuple, object] = {}
         self._here: Dict[tuple, object] = {}
+        self._lane_scopes: List[tuple] = []  # (block, {key: value}) of each lane_scope, innermost last
         self._asm: Dict[tuple, ll.Function] = {}
         self.loops: List = []  # recurrence.Loop of each counted loop being emitted, innermost last
         self.visa_registers = 0  # vISA registers declared by inline asm (visa_dpas.Accumulator), for names
@@ -379,8 +381,39 @@ class CodeGen:
             v = self._here[key] = make()
         return v
 
+    def lane_cached(self, key, make):
+        """``cached`` for a value computed from the lane id: inside a ``lane_scope``, built once in
+        the scope's block (from its own copy of the lane id)."""
+        if not self._lane_scopes:
+            return self.cached(key, make)
+        block, values = self._lane_scopes[-1]
+        v = values.get(key)
+        if v is None:
+            v = values[key] = self.in_block(block, make)
+        return v
+
+    @contextmanager
+    def lane_scope(self, block: ll.Block):
+        """Within it, the values computed from the lane id (``lane_id``, ``lane_cached``) are built
+        in ``block`` (a loop's body: split-edges' ``edge`` loop), from a copy of the lane id that the
+        compiler cannot see through (an inline-vISA ``mov`` where the driver takes inline vISA), so
+        that neither LLVM nor IGC hoists them out of the loop. Hoisted, a loop's SLM and memory
+        addresses (dg2's GEMM: 16 SLM address registers) are held in registers through the loop
+        before it too, and IGC spilled around both."""
+        self._lane_scopes.append((block, {}))
+        try:
+            yield
+        finally:
+            self._lane_scopes.pop()
+
     def lane_id(self):
-        return self.cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
+        entry = self.cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
+        if not self._lane_scopes:
+            return entry
+        if not self.emitter.driver.inline_visa:   # (the CPU device's compiler keeps its own counsel)
+            return self.lane_cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
+        return self.lane_cached("lane_id", lambda: self.asm(
+            I32, f"mov (M1, {self.target.sg_size}) $0(0,0)<1> $1(0,0)<1;1,0>", "=rw,rw", [entry]))
 
     def sg_id(self):
         """The subgroup id: 0 in a one-subgroup workgroup. On the CPU device it goes through

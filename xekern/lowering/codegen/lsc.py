@@ -65,7 +65,7 @@ def payload(cg: CodeGen, surf: List, w: int, h: int, n: int):
     vals = [b.trunc(base, I32), b.trunc(b.lshr(base, ll.Constant(I64, 32)), I32), surf[1], surf[2], surf[3],
             cg.i32(xc), cg.i32(yc), cg.i32((n - 1) << 16 | (h - 1) << 8 | (w - 1))]
     lane = cg.lane_id()
-    is_lane = lambda i: cg.cached(("lane ==", i), lambda: b.icmp_unsigned("==", lane, cg.i32(i)))  # noqa: E731
+    is_lane = lambda i: cg.lane_cached(("lane ==", i), lambda: b.icmp_unsigned("==", lane, cg.i32(i)))  # noqa: E731
     cur = cg.i32(0)
     for i in reversed(range(8)):
         cur = b.select(is_lane(i), vals[i], cur)
@@ -98,7 +98,7 @@ def message_payload(cg: CodeGen, d: NdDesc, origin: List, w: int, h: int, n: int
                 lane, total = cg.lane_id(), cg.i32(0)
                 for i, c in fields.items():
                     if c:
-                        is_lane = cg.cached(("lane ==", i), lambda: cg.b.icmp_unsigned("==", lane, cg.i32(i)))
+                        is_lane = cg.lane_cached(("lane ==", i), lambda: cg.b.icmp_unsigned("==", lane, cg.i32(i)))
                         total = cg.b.add(total, cg.b.select(is_lane, step_of(cg.b, loop, c), cg.i32(0)))
                 return total
             if cg.target.grf_bytes == 4 * cg.target.sg_size:

@@ -103,7 +103,7 @@ def lane_base(cg: CodeGen, layout, block) -> List:
             x = coords[layout.kept_dims[i]]
             out.append(cg.b.urem(cg.b.mul(x, cg.i32(s.data)), cg.i32(s.size)))
         return out
-    return cg.cached(key, make)
+    return cg.lane_cached(key, make)
 
 
 def slot_coords(cg: CodeGen, tile: VectorType, offsets: List) -> List[List]:
