@@ -21,8 +21,9 @@ Codegen's rules follow these marks; this pass decides them from the lane IR and 
   whole across the computation: attention's forward at 16 rows per subgroup spills 8-11 KiB on
   pvc and bmg (1,115-1,238 instructions per 64 DPAS), and with IGC's DPAS none (819 on pvc);
 * ``flavour = "visa"`` on an SLM-only barrier (``memory = "local"``) inside a counted loop of a
-  workgroup-level kernel (the visa emitter): 4 inline-vISA instructions, 2 without a fence
-  (``codegen/visa_barrier.py``), where IGC's own barrier is 6.
+  workgroup-level kernel (emitters with ``visa_barriers``: visa, and igc-builtins where there is no
+  2D block IO): 4 inline-vISA instructions, 2 without a fence (``codegen/visa_barrier.py``), where
+  IGC's own barrier is 6.
 
 Example: ``scf.for %k = ... iter_args(%acc = %0) ... {accumulators = [0]}``.
 """
@@ -41,7 +42,7 @@ from .rewrite import copy_func
 
 def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
     e = ctx.emitter
-    if not (e.fused_dpas_loads or e.named_reads):
+    if not (e.fused_dpas_loads or e.named_reads or e.visa_barriers):
         return func   # (nothing to decide: no copy)
     out = copy_func(func, ctx)
     uses = ir.users(out)
@@ -63,6 +64,8 @@ def run(func: ir.FuncOp, ctx) -> ir.FuncOp:
             acc = accumulators(loop, uses, ctx)
             if acc:
                 loop.attrs["accumulators"] = acc
+    if e.visa_barriers and ctx.level == "wg":
+        for loop in loops:
             for op in loop.walk():
                 if isinstance(op, ir.BarrierOp) and op.attrs.get("memory") == "local":
                     op.attrs["flavour"] = "visa"

@@ -7,6 +7,7 @@ from llvmlite import ir as ll
 from ... import ir
 from ...ir.types import VectorType, elem_of
 from ..rewrite import PassError
+from . import visa_barrier
 from .arith import binop, castop, cmpop, map_slots, narrow, sub_group_shuffle, unop, widen, workgroup_barrier
 from .control import flat_like, for_loop, phis, shape_like
 from .core import CodeGen, VecSlots, ll_type, rule
@@ -221,7 +222,10 @@ def _num_sg(cg: CodeGen, op):
 
 @rule(ir.BarrierOp)
 def _barrier(cg: CodeGen, op):
-    workgroup_barrier(cg, op)
+    if visa_barrier.applies(cg, op):   # (emitter-decisions' mark: emitters with visa_barriers)
+        visa_barrier.barrier(cg, fence=not op.attrs.get("no_fence"))
+    else:
+        workgroup_barrier(cg, op)
     return []
 
 

@@ -1,13 +1,11 @@
 """The ``visa`` emitter's rules, over ``igc-builtins``: in workgroup-level kernels, 2D block reads
 and prefetches as ``raw_sends`` from payloads built once (``lsc``), DPAS as inline vISA naming its
-operands inside the reads (``visa_dpas``), a K loop's DPAS accumulators in named registers, and
-SLM barriers in loops as four (or two) vISA instructions (``visa_barrier``). What inline vISA
-cannot say (tf32 DPAS, subgroup-level kernels' reads) stays ``igc-builtins``'."""
+operands inside the reads (``visa_dpas``) and a K loop's DPAS accumulators in named registers
+(its SLM barriers in loops: the common table's, ``visa_barrier``). What inline vISA cannot say
+(tf32 DPAS, subgroup-level kernels' reads) stays ``igc-builtins``'."""
 from __future__ import annotations
 
 from ... import ir
-from . import visa_barrier
-from .arith import workgroup_barrier
 from .block2d import block2d_enabled, load_nd
 from .control import for_loop
 from .core import CodeGen, NdDesc, rule
@@ -34,15 +32,6 @@ def _prefetch_nd(cg: CodeGen, op: ir.PrefetchNdOp):
 @rule(ir.DpasOp, table=TABLE)
 def _dpas(cg: CodeGen, op: ir.DpasOp):
     return dpas_visa(cg, op) if inline_dpas(cg, op) else dpas_builtin(cg, op)
-
-
-@rule(ir.BarrierOp, table=TABLE)
-def _barrier(cg: CodeGen, op):
-    if visa_barrier.applies(cg, op):
-        visa_barrier.barrier(cg, fence=not op.attrs.get("no_fence"))
-    else:
-        workgroup_barrier(cg, op)
-    return []
 
 
 @rule(ir.ForOp, table=TABLE)

@@ -1,4 +1,5 @@
-"""A workgroup barrier over SLM as inline vISA (the visa emitter, workgroup-level kernels).
+"""A workgroup barrier over SLM as inline vISA (emitters with ``visa_barriers``: visa, and
+igc-builtins on dg2; workgroup-level kernels).
 
 IGC 12504 spends 6 instructions on ``barrier(CLK_LOCAL_MEM_FENCE)`` for pvc: an SLM fence, a
 ``mov`` that waits for its answer, two ``mov``s that build the gateway message in a scratch
@@ -7,9 +8,11 @@ register, the signal, and the wait. In a K loop that passes a transposed A tile 
 waits. Here the message is built once per kernel in a named register and the fence answers into a
 temporary of its own: 4 instructions per barrier, 2 for one that needs no fence (``no_fence``).
 
-The message (IGC's own, read back from its pvc ISA): dword 2 holds barrier 0 in its low half and
-the workgroup's thread count (``r0.2`` bits 31:24) as producer and consumer counts in bytes 2
-and 3.
+The message (IGC's own, read back from its pvc ISA, and the same in its dg2 ISA): dword 2 holds
+barrier 0 in its low half and the workgroup's thread count (``r0.2`` bits 31:24) as producer and
+consumer counts in bytes 2 and 3. The fence's descriptor is IGC 12504's for pvc and dg2 alike;
+IGC 2.40 writes 0x0210001F for pvc, bmg and dg2, which differs in bit 8 only (bits 8:7, the address
+size, which a fence has none of) and disassembles the same: ``fence.slm.none.group``.
 """
 from __future__ import annotations
 
