@@ -59,27 +59,28 @@ DG2_CASES = [("bf16", 0, "nn"), ("bf16", 1, "tt"), ("f16", 0, "nt"), ("f16", 1, 
 def test_dg2_configs_on_the_8_wide_model(rng, dtype, which, layout):
     """gemm.py's dg2 autotuning configs (checked offline for spills only) run correctly on cpu8, the
     8-wide model of dg2's lowering, at a ragged shape (M, N and K not multiples of any tile)."""
-    cfg = G.configs_for(dtype, "dg2")[which]
+    cfg = G.configs_for(dtype, "dg2", layout)[which]
     m, n, k = 45, 37, 70
     got, ref = run(rng, m, n, k, dtype, layout, target="cpu8", cfg=cfg)
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))
 
 
-SPLIT_CASES = [("bf16", "nn", 272, 80, 112, 2), ("f16", "nt", 272, 80, 96, 2), ("bf16", "tn", 48, 80, 96, 2),
+SPLIT_CASES = [("bf16", "nn", 528, 80, 112, 2), ("f16", "nt", 528, 48, 96, 2), ("bf16", "tn", 48, 80, 96, 2),
                ("int8", "nn", 272, 80, 160, 2), ("bf16", "nn", 64, 48, 97, 1), ("int8", "tt", 48, 33, 70, 1)]
 
 
 @pytest.mark.parametrize("dtype,layout,m,n,k,inside", SPLIT_CASES,
                          ids=[f"{d}-{lay}-{m}x{n}x{k}" for d, lay, m, n, k, _ in SPLIT_CASES])
 def test_dg2_config_steps_inside_and_at_the_edges(rng, dtype, layout, m, n, k, inside):
-    """gemm.py's first dg2 config on cpu8 with the cpu emitter's DPAS taking their operands from
-    registers (no fused loads), so that the operands are read as on dg2: C^T = B^T A^T for nn and
-    nt (A^T's rows per lane; B^T through SLM as VNNI rows, packed from row pairs or as it lies),
-    C = A B for tn and tt (A^T through SLM; B through SLM, or B^T's rows per lane). At sizes that are
-    multiples of 16 pass split-edges runs the K steps whose tiles lie inside in a loop of their own,
-    without bounds tests: workgroups inside and one cut by M (rows past M read as zeros per lane), K
-    cut inside the last step (112 = 3.5 x 32, int8 160 = 2.5 x 64: a 32-wide int8 run there is read
-    element by element). With K = 97 (odd rows of A, no dwords) only B's loads are split for; int8
+    """gemm.py's first dg2 config for the layout on cpu8 with the cpu emitter's DPAS taking their
+    operands from registers (no fused loads), so that the operands are read as on dg2: C^T = B^T A^T
+    for nn and nt (A^T's rows per lane; B^T through SLM as VNNI rows, packed from row pairs or as it
+    lies; 16-bit: the 512 x 32 tile with K 64), C = A B for tn and tt (A^T through SLM; B through
+    SLM, or B^T's rows per lane). At sizes that are multiples of 16 pass split-edges runs the K steps
+    whose tiles lie inside in a loop of their own, without bounds tests: workgroups inside and one
+    cut by M (rows past M read as zeros per lane), K cut inside the last step (112 = 1.75 x 64, 96 =
+    1.5 x 64, int8 160 = 2.5 x 64: a 32-wide int8 run there is read element by element); the loop
+    of the edge steps computes its addresses in its body (``CodeGen.lane_scope``). With K = 97 (odd rows of A, no dwords) only B's loads are split for; int8
     tt at K = 70 splits for A's alone (B's rows of 70 bytes are not dword-aligned)."""
     import dataclasses
     from xekern.lowering import emitters
@@ -87,7 +88,7 @@ def test_dg2_config_steps_inside_and_at_the_edges(rng, dtype, layout, m, n, k, i
     emitter = dataclasses.replace(emitters.choose(cpu8, emitters.default_driver(cpu8)), fused_dpas_loads=False)
     a, b, sa, sb = G.make_inputs(rng, m, n, k, dtype, layout)
     c = np.full((m, n), np.nan if dtype != "int8" else -1, np.dtype(G.DTYPES[dtype][2]))
-    G.gemm(sa, sb, c, layout=layout, config=G.configs_for(dtype, "dg2")[0], target="cpu8", emitter=emitter)
+    G.gemm(sa, sb, c, layout=layout, config=G.configs_for(dtype, "dg2", layout)[0], target="cpu8", emitter=emitter)
     ref = G.reference(a, b)
     np.testing.assert_allclose(c.astype(np.float64), ref, rtol=0,
                                atol=G.tolerance(dtype, k) * max(1.0, np.abs(ref).max()))

@@ -346,14 +346,14 @@ def test_the_canaries_catch_a_write_past_the_end(queue):
 
 # ---- dg2's GEMM: per-lane row runs and rows staged through SLM, past every edge ----------------------
 
-DG2_GEMM = [("bf16", "nn", 272, 80, 112), ("bf16", "nn", 45, 37, 97), ("int8", "nt", 45, 37, 70),
+DG2_GEMM = [("bf16", "nn", 528, 80, 112), ("bf16", "nn", 45, 37, 97), ("int8", "nt", 45, 37, 70),
             ("bf16", "tn", 48, 80, 96)]
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "registers"])
 @pytest.mark.parametrize("dtype,layout,m,n,k", DG2_GEMM, ids=[f"{d}-{lay}-{m}x{n}x{k}" for d, lay, m, n, k in DG2_GEMM])
 def test_dg2_gemm_reads_nothing_past_its_operands(rng, queue, dtype, layout, m, n, k, fused):
-    """gemm.py's first dg2 config on cpu8 (its lane code is dg2's): B's rows read per lane and staged
+    """gemm.py's first dg2 config for the layout on cpu8 (its lane code is dg2's): B's rows read per lane and staged
     through SLM, the K steps inside the tensors without tests (split-edges), the rest per lane and
     run, element by element where a run is cut. The CPU device reads DPAS operands loaded as they
     lie itself (fused loads); ``registers`` turns that off (the cpu emitter without
@@ -376,7 +376,7 @@ def test_dg2_gemm_reads_nothing_past_its_operands(rng, queue, dtype, layout, m, 
     out_dt = np.dtype(G.DTYPES[dtype][2])
     c_init = poisoned((m, n), out_dt)
     gc = Guarded(c_init, queue)
-    G.gemm(ga.arr, gb.arr, gc.arr, layout=layout, config=G.configs_for(dtype, "dg2")[0], target="cpu8",
+    G.gemm(ga.arr, gb.arr, gc.arr, layout=layout, config=G.configs_for(dtype, "dg2", layout)[0], target="cpu8",
            emitter=emitter).wait()
     ref = G.reference(a, b)
     np.testing.assert_allclose(gc.read().astype(np.float64), ref, rtol=0,

@@ -20,7 +20,7 @@ import argparse
 import math
 import os
 import sys
-import time
+from typing import Optional
 
 import numpy as np
 
@@ -143,10 +143,10 @@ def gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_ab, stride_bb, st
 
 # ---- configurations ---------------------------------------------------------------------------------
 
-def configs_for(dtype: str, target: str):
-    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family, the
-    same for every layout (tn's transposed A goes through SLM, pass slm-transpose; tt reads both
-    operands as stored, see gemm_kernel)."""
+def configs_for(dtype: str, target: str, layout: Optional[str] = None):
+    """Autotuning candidates (tile shapes and subgroups) per operand dtype and target family; with
+    ``layout`` (nn, nt, tn, tt) only those made for it, else all (tn's transposed A goes through
+    SLM, pass slm-transpose; tt reads both operands as stored, see gemm_kernel)."""
     gpu = target in ("pvc", "bmg", "dg2")
     bk = {"int8": 64, "bf16": 32, "f16": 32, "f32": 16}[dtype]
     if target == "dg2" and dtype != "f32":
@@ -156,11 +156,17 @@ def configs_for(dtype: str, target: str):
         # four) rows, packs them into VNNI dwords (nt: takes the dwords as they lie) and stages them
         # through SLM, where each lane reads its 8 dwords back at once (pass slm-transpose); tn and tt
         # keep C = A B, A^T through SLM, B through SLM (tn) or read per lane (tt). The K steps whose
-        # tiles lie inside run without bounds tests (split-edges). K loop with IGC 2.40, bf16
-        # (`--isa`): nn 81 instructions for 16 dpas (19.8%, no spill), nt 83 (19.3%), tt 116
-        # (13.8%), tn 149 (10.7%); K 64 per iteration reaches 22.9% for nn but spills
-        return [xk.Config(dict(BM=256, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32),
-                xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=16)]
+        # tiles lie inside run without bounds tests (split-edges). First for nn and nt (16-bit): a
+        # 512 x 32 tile with K 64 per iteration, each subgroup 32 x 16 of C^T (64 accumulator
+        # registers), 32 dpas per iteration for one SLM exchange (4 KiB); tn and tt stage A^T through
+        # SLM too, past dg2's 64 KiB at that tile. K loop with IGC 2.40, bf16 (`--isa`): nn 126
+        # instructions for 32 dpas (25.4%, no spill), nt 124 (25.8%, 128 bytes spilled); at 256 x 64
+        # with K 32: nn 77 for 16 (20.8%), nt 73 (21.9%), tt 108 (14.8%), tn 146 (11.0%). int8 keeps
+        # 256 x 64 (at 512 x 32 with K 128 nn spills 64 bytes, nt 192)
+        wide = [xk.Config(dict(BM=512, BN=32, BK=2 * bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32)]
+        return (wide if dtype != "int8" and layout in (None, "nn", "nt") else []) + [
+            xk.Config(dict(BM=256, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32),
+            xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=16)]
     if target == "dg2":
         # f32: no tf32 DPAS on dg2; gathered element by element (these tiles compile without spills)
         return [xk.Config(dict(BM=64, BN=32, BK=16, GROUP_M=8, PREFETCH=0), num_subgroups=8),
@@ -189,12 +195,13 @@ def configs_for(dtype: str, target: str):
 _TUNERS = {}
 
 
-def tuned_kernel(dtype: str, target: str):
-    """gemm_kernel autotuned over ``configs_for``; the best config is kept per shape and layout
-    (the autotune key)."""
-    key = (dtype, target)
+def tuned_kernel(dtype: str, target: str, layout: str = "nn"):
+    """gemm_kernel autotuned over ``configs_for`` the layout; the best config is kept per shape and
+    layout (the autotune key)."""
+    key = (dtype, target, layout)
     if key not in _TUNERS:
-        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target), key=["M", "N", "K", "TRANS_A", "TRANS_B"],
+        _TUNERS[key] = xk.autotune(configs=configs_for(dtype, target, layout),
+                                   key=["M", "N", "K", "TRANS_A", "TRANS_B"],
                                    verbose=bool(os.environ.get("XEKERN_AUTOTUNE_VERBOSE", "1") != "0"))(gemm_kernel)
     return _TUNERS[key]
 
@@ -236,7 +243,7 @@ def gemm(a, b, c, *, layout="nn", bias=None, act=None, config=None, target=None,
     if config is not None:
         return gemm_kernel[grid](*args, **consts, **config.launch_kwargs(), **opts)
     t = target or xk.target_for(queue.sycl_device if queue is not None else None).name
-    return tuned_kernel(kind, t)[grid](*args, **consts, **opts)
+    return tuned_kernel(kind, t, layout)[grid](*args, **consts, **opts)
 
 
 def make_inputs(rng, m, n, k, dtype, layout, batch=0):
@@ -275,7 +282,7 @@ def run_once(args, rng, m, n, k, dtype, layout, check=True):
     out_dt = np_dtype(DTYPES[dtype][2])
     dc = xk.empty(((args.batch,) if args.batch else ()) + (m, n), out_dt, queue=q)
     dc.fill_bytes(0xFF)  # poisoned: unwritten elements read as NaN / -1
-    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name)[0] if args.no_tune else None
+    config = configs_for(dtype, args.target or xk.target_for(q.sycl_device).name, layout)[0] if args.no_tune else None
     run = lambda: gemm(da, db, dc, layout=layout, target=args.target, config=config)  # noqa: E731
     run().wait()
     ms = xk.testing.do_bench(run, warmup=1, rep=args.rep)

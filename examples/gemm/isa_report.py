@@ -29,10 +29,11 @@ from gemm import configs_for, gemm_kernel  # noqa: E402
 
 P = xk.pointer
 DPAS_CYCLES = 8
-def dg2_config(ab) -> dict:
-    """gemm.py's first dg2 config for operand dtype ``ab`` (its parameters and num_subgroups)."""
+def dg2_config(ab, layout: str) -> dict:
+    """gemm.py's first dg2 config for operand dtype ``ab`` and ``layout`` (its parameters and
+    num_subgroups)."""
     key = {"bfloat16": "bf16", "float16": "f16", "int8": "int8", "float32": "f32"}[ab.user_name]
-    c = configs_for(key, "dg2")[0]
+    c = configs_for(key, "dg2", layout)[0]
     return dict(c.kwargs, num_subgroups=c.num_subgroups)
 
 
@@ -96,9 +97,9 @@ def report(compiler=None, targets=("pvc", "bmg", "dg2")):
             for d in (xl.bfloat16, xl.float16, xl.int8, xl.float32) for l in ("nn", "nt", "tn", "tt")]
     if "dg2" in targets:
         for d in (xl.bfloat16, xl.int8):
-            g = dg2_config(d)
-            plan += [("dg2", d, lay, g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, 1)
-                     for lay in ("nn", "nt", "tn", "tt")]
+            for lay in ("nn", "nt", "tn", "tt"):
+                g = dg2_config(d, lay)
+                plan.append(("dg2", d, lay, g["BM"], g["BN"], g["BK"], g["num_subgroups"], 128, 1))
     try:
         inst = toolchain.get(compiler)
         version = f"{inst.name} compiler: {inst.label} (ocloc {ocloc_version(compiler)})"
@@ -108,17 +109,17 @@ def report(compiler=None, targets=("pvc", "bmg", "dg2")):
     print(f"flagship GEMM, offline, {version}")
     print("pvc/bmg: 256x256 tile (BK 32, int8 64, float32 as tf32 16), 32 subgroups, 256 GRF, "
           f"K steps per K-loop iteration {pvc_config(xl.bfloat16, 'K_UNROLL')} (tf32 "
-          f"{pvc_config(xl.float32, 'K_UNROLL')}); dg2 at gemm.py's dg2 configs, C^T = B^T A^T "
-          "(BM, BN, BK, subgroups): " + ", ".join(
-              f"{d.user_name} {tuple(dg2_config(d)[k] for k in ('BM', 'BN', 'BK', 'num_subgroups'))}"
-              for d in (xl.bfloat16, xl.int8)))
+          f"{pvc_config(xl.float32, 'K_UNROLL')}); dg2 at gemm.py's first dg2 config of each layout, "
+          "nn and nt C^T = B^T A^T (BM, BN, BK, subgroups): " + ", ".join(
+              f"{d.user_name} {lay} {tuple(dg2_config(d, lay)[k] for k in ('BM', 'BN', 'BK', 'num_subgroups'))}"
+              for d in (xl.bfloat16, xl.int8) for lay in ("nn", "tn")))
     print(f"{'target':6} {'dtype':9} {'lay':3} {'emitter':12} {'GRF':>4} {'spill':>5} {'scratch':>7} | K-loop: "
           f"{'total':>5} {'dpas':>4} {'2Dload':>6} {'prefetch':>8} {'slm':>4} {'bar':>3} {'other':>5} {'dpas %':>7} "
           f"{'model %':>8}")
     for target, ab, layout, BM, BN, BK, ns, grf, unroll in plan:
         try:
             r = one(target, ab, layout, BM, BN, BK, ns, grf, unroll, compiler=compiler,
-                    swap=target == "dg2" and dg2_config(ab).get("SWAP", False))
+                    swap=target == "dg2" and dg2_config(ab, layout).get("SWAP", False))
         except (IsaError, xk.CompilationError, xk.LaunchError) as e:
             print(f"{target:6} {ab.user_name:9} {layout:3}  failed: {str(e).splitlines()[-1]}")
             continue
