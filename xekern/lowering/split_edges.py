@@ -17,14 +17,14 @@ becomes
     %r = scf.for %k = %split to %ub step %s iter_args(%acc = %f) { the loop as it was } {edge = true}
 
 Both loops run the same iterations as the one loop, in order. The second is marked ``edge``:
-codegen computes the values it derives from the lane id (its SLM and memory addresses) in its
-body (``CodeGen.lane_scope``), so that they are not held in registers through both loops. The pass runs on the workgroup's
-tiles, so the split is the same in every subgroup (both loops hold the body's barriers) and a
-workgroup tile inside its tensor has every subgroup's and lane's piece inside. Taken for the
-``load_nd`` ops directly in the body of a loop with a constant positive step whose descriptor
-comes from a ``create_nd_tdesc`` before the loop with a unit column stride, whose offsets are
-loop-invariant or the induction variable plus loop-invariant values, and whose column is
-dword-aligned by what the compiler knows (the launch's specialization: pointer arguments 16-byte
+codegen computes the values it derives from the lane id (its SLM and memory addresses) in its body
+(``CodeGen.lane_scope``), so that they are not held in registers through both loops. The pass runs
+on the workgroup's tiles, so the split is the same in every subgroup (both loops hold the body's
+barriers) and a workgroup tile inside its tensor has every subgroup's and lane's piece inside.
+Taken for the ``load_nd`` ops directly in the body of a loop with a constant positive step whose
+descriptor comes from a ``create_nd_tdesc`` before the loop with a unit column stride, whose
+offsets are loop-invariant or the induction variable plus loop-invariant values, and whose column
+is dword-aligned by what the compiler knows (the launch's specialization: pointer arguments 16-byte
 aligned, integers multiples of 16; see ``coalesce``). For a tile at ``(o_r, o_c)`` of extent
 ``(e_r, e_c)`` in an ``R x C`` tensor, a coordinate that does not move with the loop must satisfy
 ``0 <= o <= R - e`` (else no iteration is split off), and one that moves must be ``>= 0`` at

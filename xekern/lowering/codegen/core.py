@@ -410,7 +410,7 @@ class CodeGen:
         entry = self.cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
         if not self._lane_scopes:
             return entry
-        if not self.emitter.driver.inline_visa:   # (the CPU device's compiler keeps its own counsel)
+        if not self.emitter.driver.inline_visa:   # (the CPU device: the builtin once more, in the scope)
             return self.lane_cached("lane_id", lambda: self.call("_Z22get_sub_group_local_idv", I32, []))
         return self.lane_cached("lane_id", lambda: self.asm(
             I32, f"mov (M1, {self.target.sg_size}) $0(0,0)<1> $1(0,0)<1;1,0>", "=rw,rw", [entry]))
