@@ -72,16 +72,17 @@ SPLIT_CASES = [("bf16", "nn", 528, 80, 112, 2), ("f16", "nt", 528, 48, 96, 2), (
 @pytest.mark.parametrize("dtype,layout,m,n,k,inside", SPLIT_CASES,
                          ids=[f"{d}-{lay}-{m}x{n}x{k}" for d, lay, m, n, k, _ in SPLIT_CASES])
 def test_dg2_config_steps_inside_and_at_the_edges(rng, dtype, layout, m, n, k, inside):
-    """gemm.py's first dg2 config for the layout on cpu8 with the cpu emitter's DPAS taking their
-    operands from registers (no fused loads), so that the operands are read as on dg2: C^T = B^T A^T
-    for nn and nt (A^T's rows per lane; B^T through SLM as VNNI rows, packed from row pairs or as it
-    lies; 16-bit: the 512 x 32 tile with K 64), C = A B for tn and tt (A^T through SLM; B through
-    SLM, or B^T's rows per lane). At sizes that are multiples of 16 pass split-edges runs the K steps
-    whose tiles lie inside in a loop of their own, without bounds tests: workgroups inside and one
-    cut by M (rows past M read as zeros per lane), K cut inside the last step (112 = 1.75 x 64, 96 =
-    1.5 x 64, int8 160 = 2.5 x 64: a 32-wide int8 run there is read element by element); the loop
-    of the edge steps computes its addresses in its body (``CodeGen.lane_scope``). With K = 97 (odd rows of A, no dwords) only B's loads are split for; int8
-    tt at K = 70 splits for A's alone (B's rows of 70 bytes are not dword-aligned)."""
+    """gemm.py's first dg2 config for the layout on cpu8 with the cpu emitter's DPAS taking their operands
+    from registers (no fused loads), so that the operands are read as on dg2: C^T = B^T A^T for nn
+    and nt (A^T's rows per lane; B^T through SLM as VNNI rows, packed from row pairs or as it lies;
+    16-bit: the 512 x 32 tile with K 64), C = A B for tn and tt (A^T through SLM; B through SLM, or
+    B^T's rows per lane). At sizes that are multiples of 16 pass split-edges runs the K steps whose
+    tiles lie inside in a loop of their own, without bounds tests: workgroups inside and one cut by
+    M (rows past M read as zeros per lane), K cut inside the last step (112 = 1.75 x 64, 96 = 1.5 x
+    64, int8 160 = 2.5 x 64: a 32-wide int8 run there is read element by element); the loop of the
+    edge steps computes its addresses in its body (``CodeGen.lane_scope``). With K = 97 (odd rows of
+    A, no dwords) only B's loads are split for; int8 tt at K = 70 splits for A's alone (B's rows of
+    70 bytes are not dword-aligned)."""
     import dataclasses
     from xekern.lowering import emitters
     cpu8 = xk.get_target("cpu8")

@@ -131,7 +131,7 @@ def test_dg2_k_loop_reads_rows_per_lane_and_stages_through_slm(dtype, layout):
     one per-lane 32-byte SLM load (``load.slm.d32x8``). tn and tt compute C = A B, A^T through SLM
     the same way, B through SLM too (tn) or read per lane (tt). In the K loop (the steps whose tiles
     lie inside, pass split-edges): no gather (``d16u32`` / ``d8u32``), no 64-bit address, 2 barriers
-    (pvc's inline-vISA barrier: one signal each, no message built in the loop), 8 dpas per K step."""
+    (inline vISA: the next test), 8 dpas per K step."""
     ab = DTYPES[dtype]
     g = dg2_config(ab, layout)
     steps = g["BK"] // (32 if ab.is_int else 16)   # DPAS K steps per iteration

@@ -353,12 +353,12 @@ DG2_GEMM = [("bf16", "nn", 528, 80, 112), ("bf16", "nn", 45, 37, 97), ("int8", "
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "registers"])
 @pytest.mark.parametrize("dtype,layout,m,n,k", DG2_GEMM, ids=[f"{d}-{lay}-{m}x{n}x{k}" for d, lay, m, n, k in DG2_GEMM])
 def test_dg2_gemm_reads_nothing_past_its_operands(rng, queue, dtype, layout, m, n, k, fused):
-    """gemm.py's first dg2 config for the layout on cpu8 (its lane code is dg2's): B's rows read per lane and staged
-    through SLM, the K steps inside the tensors without tests (split-edges), the rest per lane and
-    run, element by element where a run is cut. The CPU device reads DPAS operands loaded as they
-    lie itself (fused loads); ``registers`` turns that off (the cpu emitter without
-    ``fused_dpas_loads``), so the operands are read as on dg2: A^T's rows per lane, the rest through
-    SLM.
+    """gemm.py's first dg2 config for the layout on cpu8 (its lane code is dg2's): B's rows read per
+    lane and staged through SLM, the K steps inside the tensors without tests (split-edges), the
+    rest per lane and run, element by element where a run is cut. The CPU device reads DPAS
+    operands loaded as they lie itself (fused loads); ``registers`` turns that off (the cpu emitter
+    without ``fused_dpas_loads``), so the operands are read as on dg2: A^T's rows per lane, the rest
+    through SLM.
     Operands with loud guards (bf16: inf, so that a read past K shows in C even where the other
     operand is zero there), C with canaries; M, N, K cut the tiles (97, 70: no dword rows)."""
     import os
