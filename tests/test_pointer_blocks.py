@@ -184,6 +184,46 @@ def test_a_load_does_not_move_past_a_store(backend, rng):
 
 
 @xk.jit
+def row_sums_wide(x_ptr, o_ptr, M, N, stride, BM: xl.constexpr, BN: xl.constexpr):
+    """Sums of a BM x BN tile's rows, read the Triton way (benchmarks/memory_bound's row_sum)."""
+    rows = xl.program_id(0) * BM + xl.arange(0, BM)
+    cols = xl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = xl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0.).to(xl.float32)
+    xl.store(o_ptr + rows, xl.sum(x, axis=1), mask=rows < M)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_a_load_only_shuffled_is_read_at_its_uses(backend, rng, dtype):
+    """A row sum's load is read by the reduction's shuffles alone. Where it would fill more than half
+    of a 128-register file (16 x 256 on 4 subgroups: 128 slots of f32 per lane at 8 wide, the bf16
+    load's f32 too), strip-mine reads it in pieces of 8 slots, each just before the first shuffle
+    that takes one of its slots (16 loads); at 16 wide (64 slots) it stays whole. Masks cut rows and
+    runs (M 37, N 201), the row stride is odd; the rows past M are never written."""
+    M, N, stride = 37, 201, 203
+    x = rng.standard_normal(M * stride).astype(DTYPES[dtype])
+    o = poisoned(M + 3, np.float32)
+    out = backend.run(row_sums_wide, (xk.cdiv(M, 16),), [x, o, M, N, stride], BM=16, BN=256, num_subgroups=4)[1]
+    close(out[:M], x.astype(np.float64).reshape(M, stride)[:, :N].sum(axis=1), 1e-5, 1e-4)
+    assert np.isnan(out[M:]).all()
+    if not backend.interpret:
+        ab = {"f32": xl.float32, "bf16": xl.bfloat16}[dtype]
+        sig = dict(x_ptr=P(ab), o_ptr=P(xl.float32), M=I32, N=I32, stride=I32, BM=16, BN=256)
+        lane = row_sums_wide.compile_offline(sig, target=backend.target, num_subgroups=4).asm["strip-mine"]
+        assert lane.count("xegpu.load_gather") == (16 if backend.sg_size == 8 else 1), lane
+
+
+def test_a_row_sum_that_fills_the_registers_does_not_spill_on_dg2():
+    """The same row sum with the current compiler: dg2 (128 slots of f32 per lane, read in pieces at
+    their uses) compiles without a spill; read whole it spilled 672 bytes."""
+    from xekern.tools.isa import compile_isa
+    sig = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32, stride=I32, BM=16, BN=256)
+    c = row_sums_wide.compile_offline(sig, target="dg2", num_subgroups=4)
+    r = compile_isa(c.spirv, c.name, "dg2")
+    assert r.spilled_around == 0 and r.scratch_bytes == 0, r.summary()
+
+
+@xk.jit
 def other_tile(x_ptr, o_ptr, n, BLOCK: xl.constexpr):
     """A masked load whose ``other`` differs from element to element: the slot loop starts from it."""
     offs = xl.program_id(0) * BLOCK + xl.arange(0, BLOCK)
