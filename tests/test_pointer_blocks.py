@@ -183,14 +183,19 @@ def test_a_load_does_not_move_past_a_store(backend, rng):
     assert (got[0] == 1.0).all()
 
 
-@xk.jit
-def row_sums_wide(x_ptr, o_ptr, M, N, stride, BM: xl.constexpr, BN: xl.constexpr):
-    """Sums of a BM x BN tile's rows, read the Triton way (benchmarks/memory_bound's row_sum)."""
-    rows = xl.program_id(0) * BM + xl.arange(0, BM)
-    cols = xl.arange(0, BN)
-    mask = (rows[:, None] < M) & (cols[None, :] < N)
-    x = xl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=mask, other=0.).to(xl.float32)
-    xl.store(o_ptr + rows, xl.sum(x, axis=1), mask=rows < M)
+def _benchmark_kernels():
+    """benchmarks/memory_bound_kernels.py: its row sum (a BM x BN tile read the Triton way)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                        "memory_bound_kernels.py")
+    spec = importlib.util.spec_from_file_location("xekern_memory_bound_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+row_sums_wide = _benchmark_kernels().row_sum_kernel
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
@@ -208,7 +213,7 @@ def test_a_load_only_shuffled_is_read_at_its_uses(backend, rng, dtype):
     assert np.isnan(out[M:]).all()
     if not backend.interpret:
         ab = {"f32": xl.float32, "bf16": xl.bfloat16}[dtype]
-        sig = dict(x_ptr=P(ab), o_ptr=P(xl.float32), M=I32, N=I32, stride=I32, BM=16, BN=256)
+        sig = dict(x_ptr=P(ab), out_ptr=P(xl.float32), M=I32, N=I32, stride=I32, BM=16, BN=256)
         lane = row_sums_wide.compile_offline(sig, target=backend.target, num_subgroups=4).asm["strip-mine"]
         assert lane.count("xegpu.load_gather") == (16 if backend.sg_size == 8 else 1), lane
 
@@ -217,7 +222,7 @@ def test_a_row_sum_that_fills_the_registers_does_not_spill_on_dg2():
     """The same row sum with the current compiler: dg2 (128 slots of f32 per lane, read in pieces at
     their uses) compiles without a spill; read whole it spilled 672 bytes."""
     from xekern.tools.isa import compile_isa
-    sig = dict(x_ptr=P(xl.float32), o_ptr=P(xl.float32), M=I32, N=I32, stride=I32, BM=16, BN=256)
+    sig = dict(x_ptr=P(xl.float32), out_ptr=P(xl.float32), M=I32, N=I32, stride=I32, BM=16, BN=256)
     c = row_sums_wide.compile_offline(sig, target="dg2", num_subgroups=4)
     r = compile_isa(c.spirv, c.name, "dg2")
     assert r.spilled_around == 0 and r.scratch_bytes == 0, r.summary()
