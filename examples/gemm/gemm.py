@@ -160,9 +160,9 @@ def configs_for(dtype: str, target: str, layout: Optional[str] = None):
         # 512 x 32 tile with K 64 per iteration, each subgroup 32 x 16 of C^T (64 accumulator
         # registers), 32 dpas per iteration for one SLM exchange (4 KiB); tn and tt stage A^T through
         # SLM too, past dg2's 64 KiB at that tile. K loop with IGC 2.40, bf16 (`--isa`): nn 126
-        # instructions for 32 dpas (25.4%, no spill), nt 124 (25.8%, 128 bytes spilled); at 256 x 64
+        # instructions for 32 dpas (25.4%, no spill), nt 122 (26.2%, no spill); at 256 x 64
         # with K 32: nn 77 for 16 (20.8%), nt 73 (21.9%), tt 108 (14.8%), tn 146 (11.0%). int8 keeps
-        # 256 x 64 (at 512 x 32 with K 128 nn spills 64 bytes, nt 192)
+        # 256 x 64 (at 512 x 32 with K 128 its nn spills 64 bytes)
         wide = [xk.Config(dict(BM=512, BN=32, BK=2 * bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32)]
         return (wide if dtype != "int8" and layout in (None, "nn", "nt") else []) + [
             xk.Config(dict(BM=256, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32),

@@ -30,8 +30,8 @@ DPAS A fragment's lane ``j`` holds K pair ``j`` of 8 consecutive rows: 8 consecu
 row ``j``, one 32-byte per-lane SLM load. A tile larger than the target's ``slm_bytes`` keeps its
 element-wise transposed loads. An A operand loaded as it lies goes the same way on those targets
 (``as_stored``): read there, its lane would gather one dword of each of 8 rows; the workgroup loads
-it with per-lane dword loads (``pair_cols_layout``: each lane a few rows, one VNNI dword of each,
-as it lies in memory: no packing) into the same SLM matrix (dg2's flagship nt GEMM: 305 -> 83
+it with per-lane loads (``pair_cols_layout``: each lane a row's VNNI dwords as they lie in memory,
+one vector load, no packing) into the same SLM matrix (dg2's flagship nt GEMM: 305 -> 83
 instructions for 16 dpas in its K loop). A B operand loaded as it lies too (``b_as_stored``): its
 lane ``n`` holds VNNI pairs of two memory rows; loaded as the row pairs above, transposed, through
 a row-major SLM matrix where lane ``n`` finds its K values side by side, and transposed back (dg2's
@@ -116,7 +116,7 @@ class SlmTranspose(Rewriter):
     def as_stored(self, op: ir.LoadNdOp, t: VectorType, dpas):
         """An A operand loaded as it lies, on a target without 2D block IO: its lane ``j`` holds K
         pair ``j`` of 8 rows, one dword of each (a gather per dword). Loaded by the workgroup with
-        per-lane dword loads instead (``pair_cols_layout``) and converted through the same SLM
+        per-lane vector loads of rows instead (``pair_cols_layout``) and converted through the same SLM
         matrix of VNNI rows, each lane reads its 8 dwords at once. (With 2D block IO, or a layout
         the user gave, it stays.)"""
         M, K = t.shape
