@@ -52,7 +52,8 @@ def test_8_wide_model(rng, dtype, layout):
     np.testing.assert_allclose(got, ref, rtol=0, atol=G.tolerance(dtype, 70) * max(1.0, np.abs(ref).max()))
 
 
-DG2_CASES = [("bf16", 0, "nn"), ("bf16", 1, "tt"), ("f16", 0, "nt"), ("f16", 1, "tn"), ("int8", 0, "tn")]
+DG2_CASES = [("bf16", 0, "nn"), ("bf16", 1, "tt"), ("f16", 0, "nt"), ("f16", 1, "tn"), ("int8", 0, "tn"),
+             ("int8", 0, "nt")]
 
 
 @pytest.mark.parametrize("dtype,which,layout", DG2_CASES, ids=[f"{d}-cfg{i}-{l}" for d, i, l in DG2_CASES])

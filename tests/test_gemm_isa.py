@@ -121,17 +121,17 @@ def test_tf32_k_loop_reads_its_operands_with_2d_block_reads(target, layout):
 DG2_FLOORS = {"nn": 0.25, "nt": 0.25, "tt": 0.14, "tn": 0.10}
 
 
-@pytest.mark.parametrize("dtype,layout", [("bf16", lay) for lay in DG2_FLOORS] + [("int8", "nn")])
+@pytest.mark.parametrize("dtype,layout", [("bf16", lay) for lay in DG2_FLOORS] + [("int8", "nn"), ("int8", "nt")])
 def test_dg2_k_loop_reads_rows_per_lane_and_stages_through_slm(dtype, layout):
-    """gemm.py's first dg2 config for the layout (isa_report.dg2_config: 32 subgroups; bf16 nn and
-    nt a 512 x 32 tile with K 64, the rest 256 x 64 with K one DPAS pair) with the current IGC. nn
-    and nt compute C^T = B^T A^T: A^T's blocks are per-lane 32-byte loads (``load.ugm.d32x8``, lane m
-    reads row m of A); B's tile is read with per-lane vectors of 2 (int8: 4) rows packed into VNNI
-    dwords (nn), or a row's dwords as they lie (nt), into SLM, each B^T block
-    one per-lane 32-byte SLM load (``load.slm.d32x8``). tn and tt compute C = A B, A^T through SLM
-    the same way, B through SLM too (tn) or read per lane (tt). In the K loop (the steps whose tiles
-    lie inside, pass split-edges): no gather (``d16u32`` / ``d8u32``), no 64-bit address, 2 barriers
-    (inline vISA: the next test), 8 dpas per K step."""
+    """gemm.py's first dg2 config for the layout (isa_report.dg2_config: 32 subgroups; bf16 nn and nt a 512
+    x 32 tile with K 64, int8 nt with K 128, the rest 256 x 64 with K one DPAS pair) with the
+    current IGC. nn and nt compute C^T = B^T A^T: A^T's blocks are per-lane 32-byte loads
+    (``load.ugm.d32x8``, lane m reads row m of A); B's tile is read with per-lane vectors of 2
+    (int8: 4) rows packed into VNNI dwords (nn), or a row's dwords as they lie (nt), into SLM, each
+    B^T block one per-lane 32-byte SLM load (``load.slm.d32x8``). tn and tt compute C = A B, A^T
+    through SLM the same way, B through SLM too (tn) or read per lane (tt). In the K loop (the steps
+    whose tiles lie inside, pass split-edges): no gather (``d16u32`` / ``d8u32``), no 64-bit
+    address, 2 barriers (inline vISA: the next test), 8 dpas per K step."""
     ab = DTYPES[dtype]
     g = dg2_config(ab, layout)
     steps = g["BK"] // (32 if ab.is_int else 16)   # DPAS K steps per iteration

@@ -161,10 +161,11 @@ def configs_for(dtype: str, target: str, layout: Optional[str] = None):
         # registers), 32 dpas per iteration for one SLM exchange (4 KiB); tn and tt stage A^T through
         # SLM too, past dg2's 64 KiB at that tile. K loop with IGC 2.40, bf16 (`--isa`): nn 126
         # instructions for 32 dpas (25.4%, no spill), nt 122 (26.2%, no spill); at 256 x 64
-        # with K 32: nn 77 for 16 (20.8%), nt 73 (21.9%), tt 108 (14.8%), tn 146 (11.0%). int8 keeps
-        # 256 x 64 (at 512 x 32 with K 128 its nn spills 64 bytes)
+        # with K 32: nn 77 for 16 (20.8%), nt 73 (21.9%), tt 108 (14.8%), tn 146 (11.0%). int8 takes
+        # the 512 x 32 tile (K 128) for nt only: 117 for 32 (27.4%, no spill); its nn spills 64 bytes there
         wide = [xk.Config(dict(BM=512, BN=32, BK=2 * bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32)]
-        return (wide if dtype != "int8" and layout in (None, "nn", "nt") else []) + [
+        wide_for = ("nt",) if dtype == "int8" else ("nn", "nt")
+        return (wide if layout is None or layout in wide_for else []) + [
             xk.Config(dict(BM=256, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=32),
             xk.Config(dict(BM=128, BN=64, BK=bk, GROUP_M=8, PREFETCH=0, SWAP=True), num_subgroups=16)]
     if target == "dg2":
