@@ -352,20 +352,30 @@ def vnni_rows_layout(shape: Sequence[int], elem: DType, target: Target, G: int) 
                   lane_data=(pack, 1), order=(1, 0))
 
 
+def _dword_share(shape: Sequence[int], elem: DType, target: Target, G: int, packed: int):
+    """(sg, pack, rows, cols, dwords per lane) of a [rows, cols] tile of sub-32-bit ``elem`` whose
+    dimension ``packed`` holds ``pack = 32 / bits`` elements per dword, shared by the workgroup's
+    ``G`` subgroups without replication; None when it is not such a tile or does not split so."""
+    sg = target.sg_size
+    if elem.bits >= 32 or len(shape) != 2:
+        return None
+    pack = 32 // elem.bits
+    rows, cols = shape
+    if shape[packed] % pack or rows * cols % (G * sg * pack):
+        return None
+    return sg, pack, rows, cols, rows * cols // (G * sg * pack)
+
+
 def pair_rows_layout(shape: Sequence[int], elem: DType, target: Target, G: int) -> Optional[Layout]:
     """A cooperative layout of a [rows, cols] tile of sub-32-bit ``elem`` on a target without 2D
     block IO (dg2): lane ``l`` holds ``32 / bits`` consecutive rows of a run of columns, each row
     of the run one per-lane vector load of 4 to 16 bytes, so the lane packs the VNNI dwords of its
     columns itself; the workgroup's lanes share the tile without replication. None when the tile
     is too small for every lane to hold a dword of each row, or its shape does not split so."""
-    sg = target.sg_size
-    if elem.bits >= 32 or len(shape) != 2:
+    share = _dword_share(shape, elem, target, G, 0)
+    if share is None:
         return None
-    pack = 32 // elem.bits
-    rows, cols = shape
-    if rows % pack or rows * cols % (G * sg * pack):
-        return None
-    per_lane = rows * cols // (G * sg * pack)           # columns of each lane's rows, in all
+    sg, pack, rows, cols, per_lane = share               # per_lane: columns of each lane's rows, in all
     for c in (8, 4, 2, 1):                               # columns per row piece, widest first
         if c > per_lane or c * elem.itemsize > 16 or c * elem.bits < 32 or cols % (sg * c):
             continue
@@ -389,14 +399,10 @@ def pair_cols_layout(shape: Sequence[int], elem: DType, target: Target, G: int) 
     and 128 bytes spilled at c = 4, 122 and none at c = 1; 128 x 64 with K 32, 288 bytes spilled ->
     none). The workgroup's lanes share the tile without replication. None when it does not split
     so."""
-    sg = target.sg_size
-    if elem.bits >= 32 or len(shape) != 2:
+    share = _dword_share(shape, elem, target, G, 1)
+    if share is None:
         return None
-    pack = 32 // elem.bits
-    rows, cols = shape
-    if cols % pack or rows * cols % (G * sg * pack):
-        return None
-    per_lane = rows * cols // (G * sg * pack)           # dwords of each lane
+    sg, pack, rows, cols, per_lane = share               # per_lane: dwords of each lane
     for c in (1, 2, 4, 8):
         if c > per_lane or rows % (sg * c) or G % (rows // (sg * c)):
             continue

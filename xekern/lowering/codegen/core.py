@@ -147,7 +147,6 @@ def lazy_slots(cg: "CodeGen", vec, count: int, per: int, make) -> VecSlots:
     return VecSlots([None] * count, vec, per, make, cg.b)
 
 
-
 def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=None, make_vec=None) -> VecSlots:
     """The ``count`` slots of dtype ``t`` in a block-read vector (low bits first), made on demand.
     Without ``vec``, ``make_vec`` makes it (a vector of ``words`` components, see ``VecSlots``)."""
@@ -165,6 +164,7 @@ def unpacked(cg: CodeGen, vec, count: int, t: DType, words: int = 0, message=Non
         return lazy_slots(cg, vec, count, per, make)
     slots = VecSlots([None] * count, None, per, make, cg.b, message, make_vec)
     return slots
+
 
 @dataclass
 class NdDesc:
